@@ -1,0 +1,1 @@
+"""Hindsight: shared contracts, settings and backends every service imports."""

@@ -1,0 +1,281 @@
+"""The nouns every Hindsight service shares.
+
+Services talk only through Celery tasks; every payload is one of these models serialised to JSON
+(``model.model_dump(mode="json")``) and validated again on the receiving side, so a malformed
+payload fails loudly at the boundary instead of deep inside a stage.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Contract(BaseModel):
+    """Base for every cross-service model: unknown fields are errors, not silently kept."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def to_payload(self) -> dict[str, Any]:
+        """The JSON-safe dict a Celery task carries."""
+        return self.model_dump(mode="json")
+
+
+class SourceKind(StrEnum):
+    """The file formats the indexer understands."""
+
+    MARKDOWN = "markdown"
+    TEXT = "text"
+    PDF = "pdf"
+    HTML = "html"
+
+
+class Document(Contract):
+    """One indexed file. ``id`` is stable for a path; ``content_hash`` changes with its bytes."""
+
+    id: str
+    source_uri: str
+    kind: SourceKind
+    title: str
+    content_hash: str
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class Chunk(Contract):
+    """A span of a document's extracted text, the unit that is embedded, searched and cited.
+
+    ``char_start``/``char_end`` index the document's extracted text, so neighbouring chunks can be
+    stitched back together exactly and a citation can point at the very characters it rests on.
+    Document fields needed for filtering and citing are copied in, so no stage re-reads the store.
+    """
+
+    id: str
+    document_id: str
+    ordinal: int = Field(ge=0)
+    text: str
+    heading_path: list[str] = Field(default_factory=list)
+    page: int | None = None
+    char_start: int = Field(ge=0)
+    char_end: int = Field(ge=0)
+    title: str
+    source_uri: str
+    kind: SourceKind
+    space: str | None = None
+    document_date: datetime | None = None
+
+    @model_validator(mode="after")
+    def _span_matches_text(self) -> Chunk:
+        if self.char_end - self.char_start != len(self.text):
+            raise ValueError("chunk span length must equal its text length")
+        return self
+
+
+class Strategy(StrEnum):
+    PRECISE = "precise"
+    EXHAUSTIVE = "exhaustive"
+
+
+class HydeMode(StrEnum):
+    OFF = "off"
+    FUSION = "fusion"
+    SUPPLEMENT = "supplement"
+
+
+class Plan(Contract):
+    """What to search for: the research planner's output."""
+
+    strategy: Strategy = Strategy.PRECISE
+    variations: list[str] = Field(min_length=1, max_length=4)
+    hard_keywords: list[str] = Field(default_factory=list)
+    hyde_passage: str | None = None
+    planner: Literal["rules", "llm"] = "rules"
+
+
+class SearchFilters(Contract):
+    """Restrictions applied inside every retrieval leg."""
+
+    kinds: list[SourceKind] | None = None
+    spaces: list[str] | None = None
+    path_prefix: str | None = None
+    date_from: datetime | None = None
+    date_to: datetime | None = None
+
+
+class Candidate(Contract):
+    """A chunk found by retrieval, with how each leg ranked it and what later stages scored."""
+
+    chunk: Chunk
+    ranks: dict[str, int] = Field(default_factory=dict)
+    scores: dict[str, float] = Field(default_factory=dict)
+    fused_score: float = 0.0
+    rerank_score: float | None = None
+    passage: str | None = None
+    passage_start: int | None = None
+
+    @property
+    def text(self) -> str:
+        """The passage shown to later stages: the expanded context when there is one."""
+        return self.passage if self.passage is not None else self.chunk.text
+
+    @property
+    def text_start(self) -> int:
+        """Where :attr:`text` starts in the document's extracted text."""
+        return self.passage_start if self.passage_start is not None else self.chunk.char_start
+
+
+class Fact(Contract):
+    """An atomic statement extracted from one candidate, with the exact quote it rests on."""
+
+    text: str
+    chunk_id: str
+    quote: str
+    quote_start: int = Field(ge=0, description="offset of the quote in the document's text")
+    source_title: str
+    relevance: float = 0.0
+    dates: list[str] = Field(default_factory=list)
+    code: list[str] = Field(default_factory=list)
+
+
+class Citation(Contract):
+    """What an ``[n]`` marker in the answer resolves to: the exact characters of a source."""
+
+    number: int = Field(ge=1)
+    document_id: str
+    chunk_id: str
+    title: str
+    source_uri: str
+    page: int | None = None
+    char_start: int = Field(ge=0)
+    char_end: int = Field(ge=0)
+    quote: str
+    verified: bool = False
+
+
+class Verdict(Contract):
+    """Whether one cited sentence of the answer is supported by its evidence."""
+
+    sentence: str
+    citations: list[int]
+    supported: bool
+    score: float
+    method: Literal["lexical", "llm"]
+
+
+class SourcePreview(Contract):
+    title: str
+    source_uri: str
+    preview: str
+
+
+class Answer(Contract):
+    question_id: str
+    question: str
+    markdown: str
+    citations: list[Citation] = Field(default_factory=list)
+    verdicts: list[Verdict] = Field(default_factory=list)
+    sources_explored: list[SourcePreview] = Field(default_factory=list)
+    mode: Literal["extractive", "llm"] = "extractive"
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+EventStatus = Literal["started", "progress", "done", "skipped", "failed"]
+
+
+class Event(Contract):
+    """One line of a question's (or an index job's) progress stream."""
+
+    stream_id: str
+    stage: str
+    status: EventStatus
+    detail: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+    elapsed_ms: float = 0.0
+    ts: float = Field(default_factory=time.time)
+
+
+class QuestionOptions(Contract):
+    """What a user may ask for besides the question itself."""
+
+    strategy: Strategy | None = None
+    hyde_mode: HydeMode | None = None
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    k_adjacent: int = Field(default=0, ge=0, le=3)
+
+
+class RerankOutcome(Contract):
+    received: int
+    kept: int
+    threshold: float
+    fallback_k: int
+    used_fallback: bool
+    model: str | None
+
+
+class QuestionState(Contract):
+    """The payload that travels down the question chain; each stage fills in its part."""
+
+    question_id: str
+    question: str
+    options: QuestionOptions = Field(default_factory=QuestionOptions)
+    started_at: float = Field(default_factory=time.time)
+    plan: Plan | None = None
+    candidates: list[Candidate] = Field(default_factory=list)
+    rerank: RerankOutcome | None = None
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class MapBatch(Contract):
+    """One ``synthesize.map`` task's input: a slice of the reranked candidates."""
+
+    question_id: str
+    question: str
+    batch_index: int
+    candidates: list[Candidate]
+
+
+class MapResult(Contract):
+    batch_index: int
+    facts: list[Fact]
+    skipped_entries: int = 0
+    fell_back: bool = False
+
+
+class IndexRequest(Contract):
+    """Index (or re-sync) one folder."""
+
+    job_id: str
+    root: str
+
+
+class IndexFileTask(Contract):
+    job_id: str
+    root: str
+    path: str
+    document_id: str
+    content_hash: str
+
+
+class IndexFileResult(Contract):
+    path: str
+    status: Literal["indexed", "skipped", "failed"]
+    chunks: int = 0
+    reason: str | None = None
+
+
+class ScanReport(Contract):
+    """Counts of one scan: what changed and what happened to it."""
+
+    job_id: str
+    root: str
+    scanned: int = 0
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: int = 0
+    chunks: int = 0
+    failures: list[IndexFileResult] = Field(default_factory=list)

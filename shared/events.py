@@ -1,0 +1,123 @@
+"""Per-question (and per-index-job) progress on Redis Streams.
+
+Every stage appends events to ``hindsight:events:<id>``; the gateway turns the stream into
+server-sent events and the CLI renders it live. Streams expire ``event_ttl_s`` after the last
+write, so finished questions do not pile up in Redis.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import redis
+
+from shared.contracts import Answer, Event, EventStatus
+from shared.settings import get_settings
+
+EVENT_FIELD = "event"
+TERMINAL_STAGE = "answer"
+
+
+def events_key(stream_id: str) -> str:
+    return f"hindsight:events:{stream_id}"
+
+
+def answer_key(question_id: str) -> str:
+    return f"hindsight:answer:{question_id}"
+
+
+@lru_cache(maxsize=4)
+def redis_client(url: str | None = None) -> redis.Redis:
+    return redis.Redis.from_url(url or get_settings().redis_url, decode_responses=True)
+
+
+def decode_entry(fields: dict[str, str]) -> Event:
+    return Event.model_validate_json(fields[EVENT_FIELD])
+
+
+@dataclass
+class EventStream:
+    """Append and read the events of one stream id."""
+
+    stream_id: str
+    client: redis.Redis = field(default_factory=redis_client)
+    ttl_s: int = field(default_factory=lambda: get_settings().event_ttl_s)
+
+    def emit(
+        self,
+        stage: str,
+        status: EventStatus,
+        detail: str = "",
+        *,
+        data: dict[str, Any] | None = None,
+        elapsed_ms: float = 0.0,
+    ) -> Event:
+        event = Event(
+            stream_id=self.stream_id,
+            stage=stage,
+            status=status,
+            detail=detail,
+            data=data or {},
+            elapsed_ms=round(elapsed_ms, 1),
+        )
+        key = events_key(self.stream_id)
+        pipe = self.client.pipeline()
+        pipe.xadd(key, {EVENT_FIELD: event.model_dump_json()})
+        pipe.expire(key, self.ttl_s)
+        pipe.execute()
+        return event
+
+    def read(self, after: str = "0-0", block_ms: int | None = None) -> list[tuple[str, Event]]:
+        """Events after the entry id ``after``; waits up to ``block_ms`` when there are none."""
+        reply = self.client.xread({events_key(self.stream_id): after}, block=block_ms)
+        return [(entry_id, decode_entry(fields)) for _, entries in reply for entry_id, fields in entries]
+
+    @contextmanager
+    def stage(self, stage: str, detail: str = "") -> Iterator[StageReport]:
+        """Emit ``started`` now, then ``done`` (or ``failed``) with the elapsed time.
+
+        The body may set ``report.detail`` and ``report.data`` to describe what it did.
+        """
+        report = StageReport(detail=detail)
+        self.emit(stage, "started", detail)
+        start = time.perf_counter()
+        try:
+            yield report
+        except Exception as exc:
+            self.emit(
+                stage,
+                "failed",
+                f"{type(exc).__name__}: {exc}",
+                elapsed_ms=(time.perf_counter() - start) * 1000,
+            )
+            raise
+        report.elapsed_ms = (time.perf_counter() - start) * 1000
+        self.emit(stage, report.status, report.detail, data=report.data, elapsed_ms=report.elapsed_ms)
+
+
+@dataclass
+class StageReport:
+    detail: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    status: EventStatus = "done"
+    elapsed_ms: float = 0.0
+
+
+def store_answer(answer: Answer, client: redis.Redis | None = None) -> None:
+    """Keep the final answer for ``GET /v1/questions/{id}`` and end the event stream with it."""
+    client = client or redis_client()
+    ttl = get_settings().event_ttl_s
+    client.set(answer_key(answer.question_id), answer.model_dump_json(), ex=ttl)
+    EventStream(answer.question_id, client).emit(
+        TERMINAL_STAGE, "done", "answer ready", data={"answer": answer.to_payload()}
+    )
+
+
+def load_answer(question_id: str, client: redis.Redis | None = None) -> Answer | None:
+    raw = (client or redis_client()).get(answer_key(question_id))
+    return Answer.model_validate_json(raw) if raw else None

@@ -1,0 +1,92 @@
+"""The three seams between the pipeline and its backends.
+
+The pipeline code depends only on these protocols; :mod:`shared.backends` picks the embedded or
+the production implementation from the settings.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, TypeVar
+
+import numpy as np
+from pydantic import BaseModel
+
+from shared.contracts import Chunk, Document, SearchFilters
+
+
+class Hit(BaseModel):
+    """A chunk and the score one search leg gave it (higher is better)."""
+
+    chunk: Chunk
+    score: float
+
+
+class ManifestEntry(BaseModel):
+    """One indexed file as the store remembers it."""
+
+    document_id: str
+    source_uri: str
+    content_hash: str
+    chunk_count: int
+
+
+class VectorStore(Protocol):
+    """Chunks with vectors, full-text search and the per-document manifest, kept together."""
+
+    def replace_document(self, document: Document, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        """Make ``chunks`` the document's only chunks and record it in the manifest."""
+
+    def delete_document(self, document_id: str) -> None:
+        """Remove the document's chunks and its manifest row."""
+
+    def manifest(self, root: str | None = None) -> dict[str, ManifestEntry]:
+        """Manifest rows keyed by source uri, optionally only those under ``root``."""
+
+    def dense_search(self, vector: np.ndarray, limit: int, filters: SearchFilters | None = None) -> list[Hit]: ...
+
+    def keyword_search(self, query: str, limit: int, filters: SearchFilters | None = None) -> list[Hit]: ...
+
+    def document_chunks(self, document_id: str, ordinals: list[int]) -> list[Chunk]:
+        """The document's chunks with these ordinals (for neighbour expansion)."""
+
+    def count_chunks(self) -> int: ...
+
+
+class Embedder(Protocol):
+    """Text to unit-length vectors; documents and queries may be embedded differently."""
+
+    name: str
+    dimension: int
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+class TokenSpans(Protocol):
+    """Character spans of the tokens of a text, for chunking by the embedding model's tokens."""
+
+    def __call__(self, text: str) -> list[tuple[int, int]]: ...
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class ChatMessage(BaseModel):
+    role: str
+    content: str
+
+
+class LLMError(RuntimeError):
+    """The model failed, timed out or answered something that does not fit the schema."""
+
+
+class LLM(Protocol):
+    """A chat model that can be held to a JSON schema."""
+
+    name: str
+
+    def generate_json(self, messages: list[ChatMessage], schema: type[ModelT], max_tokens: int = 512) -> ModelT:
+        """Generate JSON matching ``schema`` and validate it; raise :class:`LLMError` otherwise."""
+
+    def generate_text(self, messages: list[ChatMessage], max_tokens: int = 512) -> str: ...
