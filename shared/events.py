@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 
-from shared.contracts import Answer, Event, EventStatus
+from shared.contracts import Answer, Contract, Event, EventStatus
 from shared.settings import get_settings
 
 EVENT_FIELD = "event"
@@ -29,6 +29,10 @@ def events_key(stream_id: str) -> str:
 
 def answer_key(question_id: str) -> str:
     return f"hindsight:answer:{question_id}"
+
+
+def index_report_key(job_id: str) -> str:
+    return f"hindsight:index:{job_id}"
 
 
 @lru_cache(maxsize=4)
@@ -108,16 +112,28 @@ class StageReport:
     elapsed_ms: float = 0.0
 
 
+ModelT = TypeVar("ModelT", bound=Contract)
+
+
+def store_result(key: str, result: Contract, client: redis.Redis | None = None) -> None:
+    """Keep a job's final result (answer, scan report) for as long as its events."""
+    (client or redis_client()).set(key, result.model_dump_json(), ex=get_settings().event_ttl_s)
+
+
+def load_result(key: str, model: type[ModelT], client: redis.Redis | None = None) -> ModelT | None:
+    raw = (client or redis_client()).get(key)
+    return model.model_validate_json(raw) if raw else None
+
+
 def store_answer(answer: Answer, client: redis.Redis | None = None) -> None:
     """Keep the final answer for ``GET /v1/questions/{id}`` and end the event stream with it."""
     client = client or redis_client()
-    ttl = get_settings().event_ttl_s
-    client.set(answer_key(answer.question_id), answer.model_dump_json(), ex=ttl)
+    store_result(answer_key(answer.question_id), answer, client)
     EventStream(answer.question_id, client).emit(
         TERMINAL_STAGE, "done", "answer ready", data={"answer": answer.to_payload()}
     )
 
 
-def load_answer(question_id: str, client: redis.Redis | None = None) -> Answer | None:
-    raw = (client or redis_client()).get(answer_key(question_id))
-    return Answer.model_validate_json(raw) if raw else None
+def fail_question(question_id: str, reason: str, client: redis.Redis | None = None) -> None:
+    """End a question's stream with a failure, so no reader waits for an answer that cannot come."""
+    EventStream(question_id, client or redis_client()).emit(TERMINAL_STAGE, "failed", reason)

@@ -42,7 +42,9 @@ class VectorStore(Protocol):
     def manifest(self, root: str | None = None) -> dict[str, ManifestEntry]:
         """Manifest rows keyed by source uri, optionally only those under ``root``."""
 
-    def dense_search(self, vector: np.ndarray, limit: int, filters: SearchFilters | None = None) -> list[Hit]: ...
+    def dense_search(
+        self, vector: np.ndarray, limit: int, filters: SearchFilters | None = None
+    ) -> list[Hit]: ...
 
     def keyword_search(self, query: str, limit: int, filters: SearchFilters | None = None) -> list[Hit]: ...
 
@@ -61,6 +63,9 @@ class Embedder(Protocol):
     def embed_documents(self, texts: list[str]) -> np.ndarray: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """Character spans of the model's tokens in ``text``, so chunks are sized in its tokens."""
 
 
 class TokenSpans(Protocol):
@@ -86,7 +91,9 @@ class LLM(Protocol):
 
     name: str
 
-    def generate_json(self, messages: list[ChatMessage], schema: type[ModelT], max_tokens: int = 512) -> ModelT:
+    def generate_json(
+        self, messages: list[ChatMessage], schema: type[ModelT], max_tokens: int = 512
+    ) -> ModelT:
         """Generate JSON matching ``schema`` and validate it; raise :class:`LLMError` otherwise."""
 
     def generate_text(self, messages: list[ChatMessage], max_tokens: int = 512) -> str: ...

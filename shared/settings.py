@@ -9,11 +9,10 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, computed_field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-from typing_extensions import Annotated
 
 from shared.contracts import HydeMode, Strategy
 
@@ -93,9 +92,7 @@ class Settings(BaseSettings):
 
     @property
     def reranker_dir(self) -> Path:
-        return (
-            self.reranker_model_dir or self.resolved_models_dir / "ms-marco-MiniLM-L-6-v2"
-        ).resolve()
+        return (self.reranker_model_dir or self.resolved_models_dir / "ms-marco-MiniLM-L-6-v2").resolve()
 
     @property
     def store_dir(self) -> Path:

@@ -1,0 +1,68 @@
+"""A small HTTP client of the gateway, used by the CLI (and by anyone scripting Hindsight)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+
+from shared.contracts import Answer, Event, QuestionOptions, ScanReport
+
+
+class GatewayError(RuntimeError):
+    """The gateway refused a request; the message carries its reason."""
+
+
+def server_sent_events(response: httpx.Response) -> Iterator[Event]:
+    """Parse ``data:`` lines of a text/event-stream into events."""
+    data: list[str] = []
+    for line in response.iter_lines():
+        if line.startswith("data:"):
+            data.append(line[5:].lstrip())
+        elif not line and data:
+            yield Event.model_validate_json("\n".join(data))
+            data = []
+
+
+class GatewayClient:
+    def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 30.0) -> None:
+        headers = {"X-API-Key": api_key} if api_key else {}
+        self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout_s)
+
+    def _checked(self, response: httpx.Response) -> httpx.Response:
+        if response.is_error:
+            try:
+                reason = response.json().get("detail", response.text)
+            except ValueError:
+                reason = response.text
+            raise GatewayError(f"{response.status_code}: {reason}")
+        return response
+
+    def ask(self, question: str, options: QuestionOptions | None = None) -> str:
+        body = {"question": question, "options": (options or QuestionOptions()).to_payload()}
+        return str(self._checked(self._http.post("/v1/questions", json=body)).json()["id"])
+
+    def follow(self, path: str) -> Iterator[Event]:
+        with self._http.stream("GET", path, timeout=httpx.Timeout(30.0, read=None)) as response:
+            self._checked(response)
+            yield from server_sent_events(response)
+
+    def question_events(self, question_id: str) -> Iterator[Event]:
+        return self.follow(f"/v1/questions/{question_id}/events")
+
+    def answer(self, question_id: str) -> Answer | None:
+        body = self._checked(self._http.get(f"/v1/questions/{question_id}")).json()
+        return Answer.model_validate(body["answer"]) if body.get("answer") else None
+
+    def index(self, root: str) -> str:
+        return str(self._checked(self._http.post("/v1/index", json={"root": root})).json()["job_id"])
+
+    def index_events(self, job_id: str) -> Iterator[Event]:
+        return self.follow(f"/v1/index/{job_id}/events")
+
+    def index_report(self, job_id: str) -> ScanReport | None:
+        body = self._checked(self._http.get(f"/v1/index/{job_id}")).json()
+        return ScanReport.model_validate(body["report"]) if body.get("report") else None
+
+    def health(self) -> dict[str, object]:
+        return dict(self._http.get("/healthz").json())

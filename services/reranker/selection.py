@@ -1,0 +1,59 @@
+"""Which candidates survive reranking: logits at or above the threshold, else the fused top-k."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from shared.contracts import Candidate, RerankOutcome
+
+
+def select_candidates(
+    candidates: list[Candidate],
+    logits: np.ndarray,
+    threshold: float,
+    fallback_k: int,
+    model: str,
+) -> tuple[list[Candidate], RerankOutcome]:
+    """Candidates with ``logit >= threshold`` by descending logit; if none pass, the first
+    ``fallback_k`` in fused order (their logits still recorded)."""
+    scored = [
+        candidate.model_copy(update={"rerank_score": float(logit)})
+        for candidate, logit in zip(candidates, logits, strict=True)
+    ]
+    passing = sorted((c for c in scored if c.rerank_score >= threshold), key=lambda c: -c.rerank_score)
+    used_fallback = not passing and bool(scored)
+    kept = scored[:fallback_k] if used_fallback else passing
+    outcome = RerankOutcome(
+        received=len(candidates),
+        kept=len(kept),
+        threshold=threshold,
+        fallback_k=fallback_k,
+        used_fallback=used_fallback,
+        model=model,
+    )
+    return kept, outcome
+
+
+def describe(outcome: RerankOutcome) -> str:
+    """The line the worker logs and emits, e.g. ``Reranked 35 -> 12 (threshold -5.0, fallback to top-20)``."""
+    if outcome.model is None:
+        return f"Reranker has no model: passing {outcome.kept} candidates through in fused order"
+    line = (
+        f"Reranked {outcome.received} -> {outcome.kept} "
+        f"(threshold {outcome.threshold}, fallback to top-{outcome.fallback_k})"
+    )
+    return line + (" - fallback used" if outcome.used_fallback else "")
+
+
+def pass_through(
+    candidates: list[Candidate], threshold: float, fallback_k: int
+) -> tuple[list[Candidate], RerankOutcome]:
+    outcome = RerankOutcome(
+        received=len(candidates),
+        kept=len(candidates),
+        threshold=threshold,
+        fallback_k=fallback_k,
+        used_fallback=False,
+        model=None,
+    )
+    return candidates, outcome

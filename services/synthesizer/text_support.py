@@ -1,0 +1,86 @@
+"""Lexical tools of the extractive mode: sentences with their spans, and word-overlap support."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)", re.MULTILINE)
+WORD = re.compile(r"[A-Za-z0-9_]+")
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+        "my",
+        "me",
+        "we",
+        "our",
+        "not",
+        "no",
+        "yes",
+        "if",
+        "so",
+    ]
+)
+MIN_SENTENCE_CHARS = 20
+
+
+@dataclass(frozen=True)
+class Sentence:
+    text: str
+    start: int
+
+
+def sentences(text: str) -> list[Sentence]:
+    """Sentences of ``text`` with their offsets, stripped of surrounding whitespace and markup."""
+    found = []
+    for match in SENTENCE.finditer(text):
+        raw = match.group(0)
+        stripped = raw.strip().lstrip("#>*- ").strip()
+        if len(stripped) >= MIN_SENTENCE_CHARS:
+            found.append(Sentence(stripped, match.start() + raw.index(stripped)))
+    return found
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in (m.group(0).lower() for m in WORD.finditer(text)) if w not in STOP_WORDS}
+
+
+def support(claim: str, evidence: str) -> float:
+    """Share of the claim's content words that the evidence contains (1.0 = all of them)."""
+    words = content_words(claim)
+    return len(words & content_words(evidence)) / len(words) if words else 0.0

@@ -1,0 +1,236 @@
+"""The embedded vector store: LanceDB on disk, with the manifest in the same database.
+
+Chunks and the per-document manifest live side by side, so the two cannot disagree about what
+is indexed. Writes from several processes (indexer workers) are serialised by an advisory file
+lock, and every read checks for the latest table version so that a retriever sees what an indexer
+just wrote.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from shared.contracts import Chunk, Document, SearchFilters, SourceKind
+from shared.interfaces import Hit, ManifestEntry
+
+CHUNKS = "chunks"
+DOCUMENTS = "documents"
+SEARCH_COLUMN = "search_text"
+CHUNK_COLUMNS = [
+    "id",
+    "document_id",
+    "ordinal",
+    "text",
+    "heading_path",
+    "page",
+    "char_start",
+    "char_end",
+    "title",
+    "source_uri",
+    "kind",
+    "space",
+    "document_date",
+]
+
+
+def chunks_schema(dimension: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string()),
+            pa.field("document_id", pa.string()),
+            pa.field("ordinal", pa.int32()),
+            pa.field("text", pa.string()),
+            pa.field("heading_path", pa.list_(pa.string())),
+            pa.field("page", pa.int32()),
+            pa.field("char_start", pa.int64()),
+            pa.field("char_end", pa.int64()),
+            pa.field("title", pa.string()),
+            pa.field("source_uri", pa.string()),
+            pa.field("kind", pa.string()),
+            pa.field("space", pa.string()),
+            pa.field("document_date", pa.timestamp("us", tz="UTC")),
+            pa.field(SEARCH_COLUMN, pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dimension)),
+        ]
+    )
+
+
+DOCUMENTS_SCHEMA = pa.schema(
+    [
+        pa.field("document_id", pa.string()),
+        pa.field("source_uri", pa.string()),
+        pa.field("content_hash", pa.string()),
+        pa.field("kind", pa.string()),
+        pa.field("title", pa.string()),
+        pa.field("chunk_count", pa.int32()),
+        pa.field("indexed_at", pa.float64()),
+        pa.field("metadata", pa.string()),
+    ]
+)
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal; document paths and ids may contain quotes."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def filter_clause(filters: SearchFilters | None) -> str | None:
+    """The SQL predicate for ``filters``, applied inside the search (pre-filtering)."""
+    if filters is None:
+        return None
+    clauses: list[str] = []
+    if filters.kinds:
+        clauses.append(f"kind IN ({', '.join(sql_string(k.value) for k in filters.kinds)})")
+    if filters.spaces:
+        clauses.append(f"space IN ({', '.join(sql_string(s) for s in filters.spaces)})")
+    if filters.path_prefix:
+        clauses.append(f"starts_with(source_uri, {sql_string(filters.path_prefix)})")
+    if filters.date_from:
+        clauses.append(f"document_date >= {_timestamp_literal(filters.date_from)}")
+    if filters.date_to:
+        clauses.append(f"document_date <= {_timestamp_literal(filters.date_to)}")
+    return " AND ".join(clauses) or None
+
+
+def _timestamp_literal(moment: datetime) -> str:
+    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return (
+        f"arrow_cast({sql_string(aware.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%f'))}, "
+        "'Timestamp(Microsecond, Some(\"UTC\"))')"
+    )
+
+
+def chunk_row(chunk: Chunk, vector: np.ndarray) -> dict[str, Any]:
+    row = chunk.model_dump(include=set(CHUNK_COLUMNS))
+    row["kind"] = chunk.kind.value
+    row[SEARCH_COLUMN] = "\n".join([chunk.title, *chunk.heading_path, chunk.text])
+    row["vector"] = vector.astype(np.float32).tolist()
+    return row
+
+
+def row_chunk(row: dict[str, Any]) -> Chunk:
+    values = {column: row[column] for column in CHUNK_COLUMNS}
+    values["heading_path"] = list(values["heading_path"] or [])
+    values["kind"] = SourceKind(values["kind"])
+    return Chunk.model_validate(values)
+
+
+class LanceDBStore:
+    """:class:`shared.interfaces.VectorStore` on an embedded LanceDB database."""
+
+    def __init__(self, path: Path, dimension: int) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        self._path = path
+        self._dimension = dimension
+        self._db = lancedb.connect(str(path), read_consistency_interval=timedelta(0))
+        self._lock_path = path / ".write.lock"
+        with self._write_lock():
+            self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
+            self._documents = self._open_or_create(DOCUMENTS, DOCUMENTS_SCHEMA)
+
+    def _open_or_create(self, name: str, schema: pa.Schema) -> Any:
+        if name in self._db.list_tables().tables:
+            return self._db.open_table(name)
+        return self._db.create_table(name, schema=schema)
+
+    @contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        with open(self._lock_path, "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def replace_document(self, document: Document, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        """Chunks first, then the manifest row: a crash in between leaves a hash mismatch that the
+        next scan repairs, never a manifest that claims chunks the store lacks."""
+        rows = [chunk_row(chunk, vector) for chunk, vector in zip(chunks, vectors, strict=True)]
+        manifest_row = {
+            "document_id": document.id,
+            "source_uri": document.source_uri,
+            "content_hash": document.content_hash,
+            "kind": document.kind.value,
+            "title": document.title,
+            "chunk_count": len(chunks),
+            "indexed_at": time.time(),
+            "metadata": json.dumps(document.metadata, sort_keys=True),
+        }
+        where = f"document_id = {sql_string(document.id)}"
+        with self._write_lock():
+            self._chunks.delete(where)
+            if rows:
+                self._chunks.add(rows)
+            self._documents.delete(where)
+            self._documents.add([manifest_row])
+            self._ensure_fts_index()
+
+    def delete_document(self, document_id: str) -> None:
+        where = f"document_id = {sql_string(document_id)}"
+        with self._write_lock():
+            self._chunks.delete(where)
+            self._documents.delete(where)
+
+    def manifest(self, root: str | None = None) -> dict[str, ManifestEntry]:
+        query = self._documents.search().select(["document_id", "source_uri", "content_hash", "chunk_count"])
+        if root is not None:
+            prefix = root.rstrip("/") + "/"
+            query = query.where(f"starts_with(source_uri, {sql_string(prefix)})")
+        rows = query.limit(None).to_list()
+        return {row["source_uri"]: ManifestEntry.model_validate(row) for row in rows}
+
+    def dense_search(self, vector: np.ndarray, limit: int, filters: SearchFilters | None = None) -> list[Hit]:
+        query = self._chunks.search(vector.astype(np.float32).tolist()).metric("cosine")
+        rows = self._filtered(query, filters).limit(limit).select([*CHUNK_COLUMNS, "_distance"]).to_list()
+        return [Hit(chunk=row_chunk(row), score=1.0 - float(row["_distance"])) for row in rows]
+
+    def keyword_search(self, query: str, limit: int, filters: SearchFilters | None = None) -> list[Hit]:
+        if not query.strip() or self.count_chunks() == 0:
+            return []
+        search = self._chunks.search(query, query_type="fts", fts_columns=SEARCH_COLUMN)
+        rows = self._filtered(search, filters).limit(limit).select([*CHUNK_COLUMNS, "_score"]).to_list()
+        return [Hit(chunk=row_chunk(row), score=float(row["_score"])) for row in rows]
+
+    def document_chunks(self, document_id: str, ordinals: list[int]) -> list[Chunk]:
+        if not ordinals:
+            return []
+        wanted = ", ".join(str(int(o)) for o in ordinals)
+        rows = (
+            self._chunks.search()
+            .where(f"document_id = {sql_string(document_id)} AND ordinal IN ({wanted})")
+            .select(CHUNK_COLUMNS)
+            .limit(None)
+            .to_list()
+        )
+        return sorted((row_chunk(row) for row in rows), key=lambda c: c.ordinal)
+
+    def count_chunks(self) -> int:
+        return int(self._chunks.count_rows())
+
+    def optimize(self) -> None:
+        """Fold recent writes into the full-text index and compact small fragments."""
+        with self._write_lock():
+            self._chunks.optimize()
+            self._documents.optimize()
+
+    @staticmethod
+    def _filtered(query: Any, filters: SearchFilters | None) -> Any:
+        clause = filter_clause(filters)
+        return query.where(clause, prefilter=True) if clause else query
+
+    def _ensure_fts_index(self) -> None:
+        if not any(SEARCH_COLUMN in index.columns for index in self._chunks.list_indices()):
+            self._chunks.create_fts_index(
+                SEARCH_COLUMN, replace=True, stem=True, remove_stop_words=True, lower_case=True
+            )
