@@ -158,6 +158,7 @@ class LocalStack:
         """Pin the children to this stack's data folder and Redis, whatever their working dir."""
         return {
             "HINDSIGHT_DATA_DIR": str(self.settings.data_dir.resolve()),
+            "HINDSIGHT_MODELS_DIR": str(self.settings.resolved_models_dir),
             "HINDSIGHT_REDIS_URL": self.settings.redis_url,
         }
 

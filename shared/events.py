@@ -78,7 +78,9 @@ class EventStream:
 
     def read(self, after: str = "0-0", block_ms: int | None = None) -> list[tuple[str, Event]]:
         """Events after the entry id ``after``; waits up to ``block_ms`` when there are none."""
-        reply = self.client.xread({events_key(self.stream_id): after}, block=block_ms)
+        reply: list[tuple[str, list[tuple[str, dict[str, str]]]]] = self.client.xread(  # type: ignore[assignment]
+            {events_key(self.stream_id): after}, block=block_ms
+        )
         return [(entry_id, decode_entry(fields)) for _, entries in reply for entry_id, fields in entries]
 
     @contextmanager

