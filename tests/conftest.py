@@ -67,3 +67,21 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield url
     process.terminate()
     process.wait(10)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hindsight_env(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Point every in-process ``get_settings()`` at the private Redis and a temp data folder."""
+    from shared.settings import get_settings
+
+    env = {
+        "HINDSIGHT_REDIS_URL": redis_url,
+        "HINDSIGHT_DATA_DIR": str(tmp_path_factory.mktemp("hindsight-data")),
+        "HINDSIGHT_MODELS_DIR": str(models_dir()),
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        get_settings.cache_clear()
+        yield
+    get_settings.cache_clear()

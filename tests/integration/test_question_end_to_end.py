@@ -82,7 +82,7 @@ def test_answer_cites_the_one_passage_holding_the_planted_fact(stack: tuple[Gate
     assert Path(citation.source_uri).name == PLANTED_FILE
     assert f"[{citation.number}]" in answer.markdown
     assert citation.verified
-    _, _, body = (corpus / PLANTED_FILE).read_text().split("---\n", 2)  # spans index the text after front matter
+    _, _, body = (corpus / PLANTED_FILE).read_text().split("---\n", 2)  # spans index the body
     assert body[citation.char_start : citation.char_end] == citation.quote
 
 

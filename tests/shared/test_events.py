@@ -1,0 +1,49 @@
+"""The event stream on a real Redis: stages report start, end and failure in order."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import redis
+
+from shared.contracts import QuestionState
+from shared.events import TERMINAL_STAGE, EventStream
+from shared.tasking import question_stage
+
+
+@pytest.fixture
+def client(redis_url: str) -> redis.Redis:
+    return redis.Redis.from_url(redis_url, decode_responses=True)
+
+
+def test_stage_emits_started_then_done_with_what_the_body_reported(client: redis.Redis) -> None:
+    stream = EventStream(uuid.uuid4().hex, client, ttl_s=60)
+    with stream.stage("search") as report:
+        report.detail = "12 candidates"
+        report.data = {"candidates": 12}
+    events = [event for _, event in stream.read()]
+    assert [(e.stage, e.status) for e in events] == [("search", "started"), ("search", "done")]
+    assert events[1].detail == "12 candidates" and events[1].data == {"candidates": 12}
+    assert 0 < client.ttl(f"hindsight:events:{stream.stream_id}") <= 60
+
+
+def test_stage_emits_failed_with_the_error_and_reraises(client: redis.Redis) -> None:
+    stream = EventStream(uuid.uuid4().hex, client, ttl_s=60)
+    with pytest.raises(ValueError), stream.stage("rerank"):
+        raise ValueError("model exploded")
+    events = [event for _, event in stream.read()]
+    assert events[-1].status == "failed" and "model exploded" in events[-1].detail
+
+
+def test_a_failing_question_stage_ends_the_stream_so_no_reader_waits_forever(client: redis.Redis) -> None:
+    @question_stage
+    def broken(state: QuestionState) -> QuestionState:
+        raise RuntimeError("store unreachable")
+
+    question_id = uuid.uuid4().hex
+    with pytest.raises(RuntimeError):
+        broken(QuestionState(question_id=question_id, question="why?").to_payload())
+    last = EventStream(question_id, client).read()[-1][1]
+    assert (last.stage, last.status) == (TERMINAL_STAGE, "failed")
+    assert "store unreachable" in last.detail
