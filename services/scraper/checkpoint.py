@@ -44,6 +44,7 @@ class ThreadRecord(BaseModel):
 class Checkpoint(BaseModel):
     version: int = 1
     threads: dict[str, ThreadRecord] = Field(default_factory=dict)
+    gone: dict[str, str] = Field(default_factory=dict, description="uuid -> listing when found gone")
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -48,6 +48,7 @@ class LibraryExporter:
         self.sleep = sleep
         self.report = ExportReport(export_dir=str(settings.export_root))
         self.writer = ThreadWriter(settings.export_root)
+        self._requested_any = False
         self.thread_pacer = Pacer(settings.scrape_thread_delay_s, settings.scrape_thread_jitter_s, sleep)
 
     def run(self, refetch_all: bool = False) -> ExportReport:
@@ -73,13 +74,18 @@ class LibraryExporter:
         if not refetch_all and self.writer.is_current(summary.uuid, listing):
             self.report.unchanged += 1
             return
-        if self.report.fetched or self.report.failed or self.report.gone:
+        if not refetch_all and self.writer.known_gone(summary.uuid, listing):
+            self.report.gone += 1
+            return
+        if self._requested_any:
             self.thread_pacer.pause()
+        self._requested_any = True
         try:
             raw = fetch_thread(session.client, summary.slug or summary.uuid)
         except ThreadGone as exc:
             self.report.gone += 1
             self.report.failures.append(f"{label}: gone ({exc})")
+            self.writer.mark_gone(summary.uuid, listing)
             return
         except RequestFailed as exc:
             self.report.failed += 1

@@ -46,6 +46,14 @@ class ThreadWriter:
             record and listing and record.listing == listing and (self.export_dir / record.path).exists()
         )
 
+    def known_gone(self, uuid: str, listing: str) -> bool:
+        """Perplexity said this thread was deleted or purged, and its listing has not moved since."""
+        return bool(listing) and self.checkpoint.data.gone.get(uuid) == listing
+
+    def mark_gone(self, uuid: str, listing: str) -> None:
+        self.checkpoint.data.gone[uuid] = listing
+        self._note_change()
+
     def write(self, thread: Thread, listing: str = "") -> tuple[WriteOutcome, str]:
         """Write the thread if it changed; returns the outcome and the file's relative path."""
         digest = content_hash(thread)
@@ -60,6 +68,7 @@ class ThreadWriter:
         if record and record.path != relpath:
             (self.export_dir / record.path).unlink(missing_ok=True)
         self.checkpoint.put(thread.uuid, ThreadRecord(hash=digest, path=relpath, listing=listing))
+        self.checkpoint.data.gone.pop(thread.uuid, None)
         self._note_change()
         return (WriteOutcome.CHANGED if record else WriteOutcome.NEW), relpath
 
