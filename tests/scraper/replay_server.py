@@ -160,7 +160,9 @@ class ReplayThread:
             answer = entry.answer
             for n in range(len(entry.sources), 0, -1):
                 answer = answer.replace(f"[{n}]", f"[^{t}_{n}]")
-            defs = "\n\n".join(f"[^{t}_{n}]: {s['url']}" for n, s in enumerate(entry.sources, start=1))
+            defs = "\n\n".join(
+                f"[^{t}_{n}]: {s.get('url') or s.get('link')}" for n, s in enumerate(entry.sources, start=1)
+            )
             turns.append(
                 f"# {entry.question}\n\n{answer}\n"
                 f'<span style="display:none">[^{t}_99]</span>\n\n'
