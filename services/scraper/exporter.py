@@ -24,7 +24,7 @@ from shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str, dict[str, Any]], None]
+Progress = Callable[[str, dict[str, Any]], object]
 PROGRESS_EVERY = 25
 
 

@@ -75,7 +75,8 @@ def _conversation_thread(conversation: dict[str, Any], base_url: str) -> Thread:
     title = title or next((str(e.get("query")).strip() for e in entries if e.get("query")), "") or "Untitled"
     created = parse_timestamp(conversation.get("created_at"))
     ident = conversation.get("uuid") or conversation.get("context_uuid") or conversation.get("thread_uuid")
-    collection = conversation.get("collection") if isinstance(conversation.get("collection"), dict) else {}
+    collection = conversation.get("collection")
+    collection = collection if isinstance(collection, dict) else {}
     slug = conversation.get("slug")
     turns = [
         Turn(

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 LAUNCH_ARGS = ["--disable-blink-features=AutomationControlled"]
 SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 READY_TIMEOUT_S = 12.0
+LOGIN_POLL_S = 1.0
 _VERSION = re.compile(r"[?&]version=([\d.]+)")
 
 _FETCH_JS = """
@@ -235,12 +236,14 @@ def interactive_login(
             on_waiting(page)
             deadline = time.monotonic() + settings.scrape_login_timeout_s
             while time.monotonic() < deadline:
+                if not context.pages:
+                    raise NotLoggedIn("The login window was closed before logging in; nothing was saved.")
                 for tab in context.pages:
                     user = _poll_user(tab, base, settings)
                     if user:
                         save_state(context, settings.perplexity_state_path)
                         return user
-                page.wait_for_timeout(1000)
+                time.sleep(LOGIN_POLL_S)
             raise NotLoggedIn(f"No login within {settings.scrape_login_timeout_s:.0f}s; nothing was saved.")
         finally:
             browser.close()

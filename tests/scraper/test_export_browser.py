@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from services.scraper.checkpoint import CHECKPOINT_NAME
-from services.scraper.errors import CloudflareChallenge, NotLoggedIn
+from services.scraper.errors import CloudflareChallenge, DiscoveryFailed, NotLoggedIn
 from services.scraper.exporter import export_library
 from services.scraper.session import interactive_login
 from shared.settings import Settings
@@ -225,6 +225,19 @@ def test_cloudflare_challenge_fails_fast_with_an_actionable_message(
     with pytest.raises(CloudflareChallenge, match="HINDSIGHT_SCRAPE_HEADLESS=false"):
         export_library(logged_in)
     assert not [r.path for r in library.log if r.path.startswith(("/rest/", "/api/"))]
+
+
+def test_an_empty_library_listing_is_an_error_not_a_silent_empty_export(
+    logged_in: Settings, library: ReplayLibrary
+) -> None:
+    library.threads.clear()
+
+    with pytest.raises(DiscoveryFailed, match=r"no threads after 3 attempts.*--login"):
+        export_library(logged_in)
+    offsets = [
+        r.body["offset"] for r in library.requests("/rest/thread/list_ask_threads") if r.body["limit"] == 3
+    ]
+    assert offsets == [0, 0, 0]
 
 
 def test_interactive_login_saves_a_state_that_later_runs_reuse(
