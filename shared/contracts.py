@@ -279,3 +279,35 @@ class ScanReport(Contract):
     failed: int = 0
     chunks: int = 0
     failures: list[IndexFileResult] = Field(default_factory=list)
+
+
+class ScrapeRequest(Contract):
+    """Export the Perplexity library into the export folder, then index what changed."""
+
+    job_id: str
+    refetch_all: bool = False
+
+
+class ExportReport(Contract):
+    """Counts of one export (a scrape or an import): what was found and what was written."""
+
+    export_dir: str
+    discovered: int = 0
+    fetched: int = 0
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    gone: int = 0
+    failed: int = 0
+    failures: list[str] = Field(default_factory=list)
+    written: list[str] = Field(default_factory=list)
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.new or self.changed)
+
+
+class ScrapeReport(Contract):
+    job_id: str
+    export: ExportReport
+    index_queued: bool = False

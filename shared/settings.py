@@ -73,6 +73,23 @@ class Settings(BaseSettings):
     event_ttl_s: int = 86_400
     answer_timeout_s: float = 600.0
 
+    # Scraper (Perplexity export). Delays are seconds; tests set them to ~0.
+    perplexity_base_url: str = "https://www.perplexity.ai"
+    perplexity_state: Path | None = None
+    export_dir: Path | None = None
+    chromium_path: Path | None = None
+    scrape_headless: bool = True
+    scrape_list_page_size: int = 50
+    scrape_page_delay_s: float = 0.8
+    scrape_page_jitter_s: float = 0.7
+    scrape_thread_delay_s: float = 1.0
+    scrape_thread_jitter_s: float = 2.0
+    scrape_max_attempts: int = 4
+    scrape_backoff_base_s: float = 2.0
+    scrape_backoff_max_s: float = 60.0
+    scrape_timeout_s: float = 30.0
+    scrape_login_timeout_s: float = 300.0
+
     @field_validator("roots", mode="before")
     @classmethod
     def _split_roots(cls, value: object) -> object:
@@ -97,6 +114,14 @@ class Settings(BaseSettings):
     @property
     def store_dir(self) -> Path:
         return (self.data_dir / "store").resolve()
+
+    @property
+    def perplexity_state_path(self) -> Path:
+        return (self.perplexity_state or self.data_dir / "perplexity-state.json").resolve()
+
+    @property
+    def export_root(self) -> Path:
+        return (self.export_dir or self.data_dir / "exports").resolve()
 
     @property
     def run_dir(self) -> Path:

@@ -1,0 +1,37 @@
+"""The ``scrape.run`` job: export, report progress, and hand changed files to the indexer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from services.scraper.exporter import counts, export_library
+from shared.contracts import IndexRequest, ScrapeReport, ScrapeRequest
+from shared.events import EventStream
+from shared.settings import Settings
+
+STAGE = "scrape"
+
+
+def run_scrape_job(
+    request: ScrapeRequest,
+    settings: Settings,
+    events: EventStream,
+    enqueue_index: Callable[[IndexRequest], None],
+) -> ScrapeReport:
+    """Export the library; queue ``index.scan`` of the export folder only when a file changed."""
+    with events.stage(STAGE, "exporting the Perplexity library") as stage:
+        export = export_library(
+            settings,
+            refetch_all=request.refetch_all,
+            progress=lambda detail, data: events.emit(STAGE, "progress", detail, data=data),
+        )
+        stage.detail = (
+            f"{export.discovered} threads: {export.new} new, {export.changed} changed, "
+            f"{export.unchanged} unchanged, {export.gone} gone, {export.failed} failed"
+        )
+        stage.data = {**counts(export), "failures": export.failures}
+    queued = export.has_changes
+    if queued:
+        enqueue_index(IndexRequest(job_id=request.job_id, root=export.export_dir))
+        events.emit(STAGE, "progress", f"queued indexing of {len(export.written)} written files")
+    return ScrapeReport(job_id=request.job_id, export=export, index_queued=queued)

@@ -1,0 +1,258 @@
+"""The logged-in browser: launch Chromium, reuse or create the saved login, verify it.
+
+The first login happens in a visible window where the user signs in (and solves any Cloudflare
+challenge); the resulting Playwright storage state is saved and reused headless afterwards. Every
+run checks ``/api/auth/session`` before reading anything, so an expired login is reported as such
+instead of producing an empty export.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Response, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
+
+from services.scraper.checkpoint import write_atomic
+from services.scraper.client import (
+    CHALLENGE_HINT,
+    DEFAULT_API_VERSION,
+    RELOGIN_HINT,
+    HttpResult,
+    PerplexityClient,
+    RetryPolicy,
+    is_challenge,
+)
+from services.scraper.errors import BrowserUnavailable, CloudflareChallenge, NotLoggedIn
+from shared.settings import Settings
+
+log = logging.getLogger(__name__)
+
+LAUNCH_ARGS = ["--disable-blink-features=AutomationControlled"]
+SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+READY_TIMEOUT_S = 12.0
+LOGIN_POLL_S = 1.0
+_VERSION = re.compile(r"[?&]version=([\d.]+)")
+
+_FETCH_JS = """
+async ({url, method, body, headers, timeoutMs}) => {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  const init = {method, headers, credentials: "include", signal: controller.signal};
+  if (body !== null) { init.headers = {...headers, "content-type": "application/json"};
+                       init.body = JSON.stringify(body); }
+  try {
+    const response = await fetch(url, init);
+    return {status: response.status, body: await response.text(),
+            content_type: response.headers.get("content-type") || "",
+            retry_after: response.headers.get("retry-after")};
+  } catch (error) {
+    return {status: 0, body: String(error), content_type: "", retry_after: null};
+  } finally { clearTimeout(timer); }
+}
+"""
+
+
+@dataclass
+class PageTransport:
+    """Sends requests with the page's own ``fetch``, so they carry its cookies and fingerprint."""
+
+    page: Page
+    timeout_s: float
+
+    def request(self, method: str, url: str, body: Any | None, headers: dict[str, str]) -> HttpResult:
+        args = {
+            "url": url,
+            "method": method,
+            "body": body,
+            "headers": headers,
+            "timeoutMs": self.timeout_s * 1000,
+        }
+        return HttpResult(**self.page.evaluate(_FETCH_JS, args))
+
+
+def chromium_executable(settings: Settings, playwright: Playwright) -> str | None:
+    """The configured Chromium, else Playwright's own when installed (``None``), else the system's."""
+    if settings.chromium_path:
+        return str(settings.chromium_path)
+    if Path(playwright.chromium.executable_path).exists():
+        return None
+    for name in SYSTEM_CHROMIUMS:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise BrowserUnavailable(
+        "No Chromium found: install one (`apt-get install chromium` or `playwright install chromium`) "
+        "or point HINDSIGHT_CHROMIUM_PATH at it."
+    )
+
+
+def launch(playwright: Playwright, settings: Settings, headless: bool) -> Browser:
+    try:
+        return playwright.chromium.launch(
+            executable_path=chromium_executable(settings, playwright), headless=headless, args=LAUNCH_ARGS
+        )
+    except PlaywrightError as exc:
+        hint = "" if headless else " A visible window needs a desktop session (DISPLAY)."
+        raise BrowserUnavailable(f"Chromium did not start: {exc.message.splitlines()[0]}.{hint}") from exc
+
+
+def session_user(page: Page, settings: Settings) -> dict[str, Any] | None:
+    """The ``/api/auth/session`` payload when it names a logged-in user, else ``None``."""
+    url = f"{settings.perplexity_base_url.rstrip('/')}/api/auth/session"
+    result = PageTransport(page, settings.scrape_timeout_s).request("GET", url, None, {"accept": "*/*"})
+    if is_challenge(result):
+        raise CloudflareChallenge(CHALLENGE_HINT)
+    try:
+        payload = json.loads(result.body) if result.status == 200 else {}
+    except ValueError:
+        payload = {}
+    logged_in = isinstance(payload, dict) and any(payload.get(k) for k in ("user", "expires", "email"))
+    return payload if logged_in else None
+
+
+def save_state(context: BrowserContext, path: Path) -> None:
+    """Persist the storage state; a state without cookies would only lock the user out, so never."""
+    state = context.storage_state()
+    if not state.get("cookies"):
+        raise NotLoggedIn("The browser holds no cookies after login; nothing was saved. " + RELOGIN_HINT)
+    write_atomic(path, json.dumps(state, indent=2).encode("utf-8"))
+    path.chmod(0o600)
+
+
+def _raise_if_challenge(page: Page) -> None:
+    body = page.content()
+    if is_challenge(HttpResult(status=200, body=f"{page.title()}\n{body}", content_type="text/html")):
+        raise CloudflareChallenge(CHALLENGE_HINT)
+
+
+@dataclass
+class LibraryPage:
+    """The ``/library`` page, and what its own XHRs revealed (API version, readiness)."""
+
+    page: Page
+    api_version: str = DEFAULT_API_VERSION
+    ready: bool = False
+
+    def on_response(self, response: Response) -> None:
+        if "/rest/" not in response.url or response.status != 200:
+            return
+        match = _VERSION.search(response.url)
+        if match:
+            self.api_version = match.group(1)
+        if "/rest/userinfo" in response.url:
+            self.ready = True
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Wait for the page's own ``/rest/userinfo``: before it, listings come back empty (SPEC §2.5)."""
+        deadline = time.monotonic() + timeout_s
+        while not self.ready and time.monotonic() < deadline:
+            self.page.wait_for_timeout(100)
+        if not self.ready:
+            log.warning("the library page never fetched /rest/userinfo; continuing anyway")
+
+
+def open_library(page: Page, settings: Settings) -> LibraryPage:
+    library = LibraryPage(page)
+    page.on("response", library.on_response)
+    url = f"{settings.perplexity_base_url.rstrip('/')}/library"
+    try:
+        response = page.goto(url, wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
+    except PlaywrightError as exc:
+        raise BrowserUnavailable(f"Could not open {url}: {exc.message.splitlines()[0]}") from exc
+    _raise_if_challenge(page)
+    if response is not None and response.status in (401, 403):
+        raise NotLoggedIn(f"{url} answered {response.status}; the saved login has expired. {RELOGIN_HINT}")
+    return library
+
+
+@dataclass
+class BrowserSession:
+    page: Page
+    client: PerplexityClient
+    user: dict[str, Any]
+
+
+@contextmanager
+def scrape_session(settings: Settings) -> Iterator[BrowserSession]:
+    """A headless (unless configured otherwise) browser on ``/library``, logged in with the saved state."""
+    state = settings.perplexity_state_path
+    if not state.exists():
+        raise NotLoggedIn(f"No saved Perplexity login at {state}. {RELOGIN_HINT}")
+    with sync_playwright() as playwright:
+        browser = launch(playwright, settings, settings.scrape_headless)
+        try:
+            context = browser.new_context(storage_state=str(state))
+            page = context.new_page()
+            library = open_library(page, settings)
+            user = session_user(page, settings)
+            if user is None:
+                raise NotLoggedIn(
+                    f"The saved Perplexity login in {state} has expired (/api/auth/session names no user). "
+                    + RELOGIN_HINT
+                )
+            library.wait_ready()
+            policy = RetryPolicy(
+                settings.scrape_max_attempts, settings.scrape_backoff_base_s, settings.scrape_backoff_max_s
+            )
+            client = PerplexityClient(
+                PageTransport(page, settings.scrape_timeout_s),
+                settings.perplexity_base_url,
+                policy,
+                api_version=library.api_version,
+            )
+            yield BrowserSession(page=page, client=client, user=user)
+            save_state(context, state)
+        finally:
+            browser.close()
+
+
+def interactive_login(
+    settings: Settings, on_waiting: Callable[[Page], None], *, headless: bool = False
+) -> dict[str, Any]:
+    """Open a browser window on ``/settings``, wait for the user to log in, save the storage state.
+
+    ``on_waiting`` runs once the window is open (the CLI prints instructions there). Login is
+    detected by polling ``/api/auth/session`` from whichever tab is on Perplexity's origin.
+    """
+    base = settings.perplexity_base_url.rstrip("/")
+    with sync_playwright() as playwright:
+        browser = launch(playwright, settings, headless)
+        try:
+            context = browser.new_context()
+            page = context.new_page()
+            page.goto(
+                f"{base}/settings", wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000
+            )
+            on_waiting(page)
+            deadline = time.monotonic() + settings.scrape_login_timeout_s
+            while time.monotonic() < deadline:
+                if not context.pages:
+                    raise NotLoggedIn("The login window was closed before logging in; nothing was saved.")
+                for tab in context.pages:
+                    user = _poll_user(tab, base, settings)
+                    if user:
+                        save_state(context, settings.perplexity_state_path)
+                        return user
+                time.sleep(LOGIN_POLL_S)
+            raise NotLoggedIn(f"No login within {settings.scrape_login_timeout_s:.0f}s; nothing was saved.")
+        finally:
+            browser.close()
+
+
+def _poll_user(tab: Page, base: str, settings: Settings) -> dict[str, Any] | None:
+    if not tab.url.startswith(base):
+        return None
+    try:
+        return session_user(tab, settings)
+    except (PlaywrightError, CloudflareChallenge):
+        return None

@@ -1,0 +1,224 @@
+"""Turn ``GET /rest/thread/<id>`` responses into a :class:`Thread`.
+
+Perplexity serves two answer shapes (SPEC §4): schematized ``blocks`` (``ask_text`` holds the
+full answer, ``web_results`` the sources) and the older ``text`` field, a JSON string of steps
+whose ``FINAL`` step holds yet another JSON string with ``answer`` and ``web_results``. Both are
+read; blocks win when present.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from services.scraper.models import Source, Thread, ThreadSummary, Turn
+
+JsonObject = dict[str, Any]
+
+_SECTION_USAGE = re.compile(r"^ask_text_(\d+)_markdown$")
+_MIN_ANSWER_CHARS = 30
+_MIN_PLAN_CHARS = 80
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """ISO strings (zone-less means UTC, nanoseconds tolerated) or epoch microseconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = value / 1_000_000 if value > 10**11 else value
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip().replace("Z", "+00:00")
+    text = re.sub(r"(\.\d{6})\d+", r"\1", text)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _loads(value: Any) -> Any:
+    """Decode a JSON string; anything else (or bad JSON) comes back as ``None``."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
+
+
+def _sources_from(items: Any) -> list[Source]:
+    """Web results with the alias keys readers accept (``name|title``, ``url|link``, ``snippet|text``)."""
+    sources = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        url = item.get("url") or item.get("link") or ""
+        name = item.get("name") or item.get("title") or url
+        snippet = item.get("snippet") or item.get("text") or ""
+        if url or name:
+            sources.append(Source(name=str(name).strip(), url=str(url).strip(), snippet=str(snippet).strip()))
+    return sources
+
+
+def _block_answer(blocks: list[JsonObject]) -> str:
+    """``ask_text`` alone; the ``ask_text_N_markdown`` sections repeat it, so they are only a fallback."""
+    sections: list[tuple[int, str]] = []
+    for block in blocks:
+        usage = str(block.get("intended_usage", ""))
+        answer = (block.get("markdown_block") or {}).get("answer")
+        if not isinstance(answer, str):
+            continue
+        if usage == "ask_text" and answer.strip():
+            return answer.strip()
+        match = _SECTION_USAGE.match(usage)
+        if match:
+            sections.append((int(match.group(1)), answer.strip()))
+    unique: list[str] = []
+    for _, text in sorted(sections):
+        if text and text not in unique:
+            unique.append(text)
+    return "\n\n".join(unique)
+
+
+def _block_sources(blocks: list[JsonObject]) -> list[Source]:
+    for block in blocks:
+        if block.get("intended_usage") == "web_results":
+            return _sources_from((block.get("web_result_block") or {}).get("web_results"))
+    return []
+
+
+def _steps(entry: JsonObject) -> list[JsonObject]:
+    decoded = _loads(entry.get("text"))
+    return [step for step in decoded if isinstance(step, dict)] if isinstance(decoded, list) else []
+
+
+def _final_payload(steps: list[JsonObject]) -> JsonObject | None:
+    for step in reversed(steps):
+        if step.get("step_type") == "FINAL":
+            content = step.get("content") or {}
+            payload = _loads(content.get("answer"))
+            return payload if isinstance(payload, dict) else None
+    return None
+
+
+def _longest_string(payload: JsonObject) -> str:
+    strings = [
+        value for value in payload.values() if isinstance(value, str) and len(value) > _MIN_ANSWER_CHARS
+    ]
+    return max(strings, key=len, default="")
+
+
+def _text_answer(entry: JsonObject, steps: list[JsonObject]) -> tuple[str, list[Source]]:
+    """The answer and sources of the ``text`` flavour, tolerating the simplified variant (SPEC §4.2)."""
+    payload = _final_payload(steps)
+    if payload is not None:
+        answer = payload["answer"] if isinstance(payload.get("answer"), str) else _longest_string(payload)
+        sources = _sources_from(payload.get("web_results"))
+        if not sources:
+            for step in steps:
+                if step.get("step_type") == "SEARCH_RESULTS":
+                    sources = _sources_from((step.get("content") or {}).get("web_results"))
+        return answer.strip(), sources
+    if not steps and isinstance(entry.get("text"), str) and _loads(entry["text"]) is None:
+        side = _loads(entry.get("answer"))
+        answer = side.get("answer") if isinstance(side, dict) else entry["text"]
+        return str(answer).strip(), _sources_from(entry.get("web_results"))
+    return "", []
+
+
+def _plan_answer(entry: JsonObject) -> str:
+    goals = (entry.get("plan") or {}).get("goals") or []
+    texts = [g.get("description", "") for g in goals if isinstance(g, dict)]
+    longest = max((t for t in texts if isinstance(t, str) and len(t) > _MIN_PLAN_CHARS), key=len, default="")
+    return longest.strip()
+
+
+def _question(entry: JsonObject, steps: list[JsonObject]) -> str:
+    query = entry.get("query_str")
+    if isinstance(query, str) and query.strip():
+        return query.strip()
+    for step in steps:
+        if step.get("step_type") == "INITIAL_QUERY":
+            text = (step.get("content") or {}).get("query")
+            if isinstance(text, str) and text.strip():
+                return text.strip()
+    return ""
+
+
+def parse_turn(entry: JsonObject) -> Turn:
+    steps = _steps(entry)
+    blocks = [b for b in entry.get("blocks") or [] if isinstance(b, dict)]
+    answer, sources = _block_answer(blocks), _block_sources(blocks)
+    if not answer or not sources:
+        text_answer, text_sources = _text_answer(entry, steps)
+        answer = answer or text_answer
+        sources = sources or text_sources
+    return Turn(question=_question(entry, steps), answer=answer or _plan_answer(entry), sources=sources)
+
+
+def _entry_key(entry: JsonObject) -> str | None:
+    for key in ("uuid", "frontend_uuid", "entry_uuid", "backend_uuid"):
+        if isinstance(entry.get(key), str) and entry[key]:
+            return entry[key]
+    return None
+
+
+def dedupe_entries(entries: list[JsonObject]) -> list[JsonObject]:
+    """Cursor pages may repeat entries; keep the first of each uuid, in order."""
+    seen: set[str] = set()
+    unique = []
+    for entry in entries:
+        key = _entry_key(entry)
+        if key is not None and key in seen:
+            continue
+        if key is not None:
+            seen.add(key)
+        unique.append(entry)
+    return unique
+
+
+def _entry_time(entry: JsonObject) -> datetime | None:
+    for key in ("entry_created_datetime", "created_us", "created_datetime"):
+        parsed = parse_timestamp(entry.get(key))
+        if parsed:
+            return parsed
+    return None
+
+
+def _first_str(*values: Any) -> str | None:
+    for value in values:
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def build_thread(
+    entries: list[JsonObject], metadata: JsonObject, summary: ThreadSummary, base_url: str
+) -> Thread:
+    """Assemble the thread; entries are sorted oldest first when they carry a creation time."""
+    entries = dedupe_entries(entries)
+    if all(_entry_time(e) for e in entries):
+        entries = sorted(entries, key=lambda e: _entry_time(e) or datetime.min.replace(tzinfo=UTC))
+    first, last = (entries[0], entries[-1]) if entries else ({}, {})
+    title = _first_str(metadata.get("title"), first.get("thread_title"), summary.title) or "Untitled"
+    turns = [parse_turn(entry) for entry in entries]
+    for index, turn in enumerate(turns):
+        if not turn.question:
+            turn.question = title if index == 0 else "Follow-up"
+    slug = _first_str(summary.slug, first.get("thread_url_slug"))
+    return Thread(
+        uuid=summary.uuid,
+        title=title,
+        space=_first_str((first.get("collection_info") or {}).get("title"), summary.space) or "General",
+        slug=slug,
+        url=f"{base_url.rstrip('/')}/search/{slug or summary.uuid}",
+        created=parse_timestamp(metadata.get("created_at")) or _entry_time(first),
+        updated=parse_timestamp(metadata.get("updated_at"))
+        or parse_timestamp(last.get("updated_datetime"))
+        or parse_timestamp(summary.last_query_datetime),
+        model=_first_str(last.get("display_model"), last.get("user_selected_model"), summary.display_model),
+        mode=_first_str(last.get("search_mode"), last.get("mode"), summary.mode),
+        turns=turns,
+    )

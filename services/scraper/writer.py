@@ -1,0 +1,95 @@
+"""Write a thread's Markdown only when its content hash differs from the checkpoint's."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from services.scraper.checkpoint import CheckpointStore, ThreadRecord, content_hash, write_atomic
+from services.scraper.filenames import thread_relpath
+from services.scraper.markdown import render_thread
+from services.scraper.models import Thread
+from shared.contracts import ExportReport
+
+SAVE_EVERY = 10
+
+
+class WriteOutcome(StrEnum):
+    NEW = "new"
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+
+
+class ThreadWriter:
+    """Renders changed threads into the export folder and keeps the checkpoint in step.
+
+    The checkpoint is saved every ``SAVE_EVERY`` writes and on :meth:`close`, so an interrupted
+    run loses at most a few records, whose files are simply rewritten identically next time.
+    """
+
+    def __init__(self, export_dir: Path) -> None:
+        self.export_dir = export_dir
+        self.checkpoint = CheckpointStore(export_dir)
+        self._unsaved = 0
+
+    def _relpath(self, thread: Thread) -> str:
+        relpath = str(thread_relpath(thread))
+        owner = self.checkpoint.owner_of(relpath)
+        if owner not in (None, thread.uuid):
+            relpath = str(thread_relpath(thread, unique_id=True))
+        return relpath
+
+    def is_current(self, uuid: str, listing: str) -> bool:
+        """The listing shows no change since the last write, and the file is still there."""
+        record = self.checkpoint.get(uuid)
+        return bool(
+            record and listing and record.listing == listing and (self.export_dir / record.path).exists()
+        )
+
+    def known_gone(self, uuid: str, listing: str) -> bool:
+        """Perplexity said this thread was deleted or purged, and its listing has not moved since."""
+        return bool(listing) and self.checkpoint.data.gone.get(uuid) == listing
+
+    def mark_gone(self, uuid: str, listing: str) -> None:
+        self.checkpoint.data.gone[uuid] = listing
+        self._note_change()
+
+    def write(self, thread: Thread, listing: str = "") -> tuple[WriteOutcome, str]:
+        """Write the thread if it changed; returns the outcome and the file's relative path."""
+        digest = content_hash(thread)
+        record = self.checkpoint.get(thread.uuid)
+        relpath = self._relpath(thread)
+        if record and record.hash == digest and (self.export_dir / record.path).exists():
+            if record.listing != listing:
+                self.checkpoint.put(thread.uuid, record.model_copy(update={"listing": listing}))
+                self._note_change()
+            return WriteOutcome.UNCHANGED, record.path
+        write_atomic(self.export_dir / relpath, render_thread(thread).encode("utf-8"))
+        if record and record.path != relpath:
+            (self.export_dir / record.path).unlink(missing_ok=True)
+        self.checkpoint.put(thread.uuid, ThreadRecord(hash=digest, path=relpath, listing=listing))
+        self.checkpoint.data.gone.pop(thread.uuid, None)
+        self._note_change()
+        return (WriteOutcome.CHANGED if record else WriteOutcome.NEW), relpath
+
+    def _note_change(self) -> None:
+        self._unsaved += 1
+        if self._unsaved >= SAVE_EVERY:
+            self.close()
+
+    def close(self) -> None:
+        if self._unsaved:
+            self.checkpoint.save()
+            self._unsaved = 0
+
+
+def tally(report: ExportReport, outcome: WriteOutcome, relpath: str) -> None:
+    """Count one write in the report; written files are listed for the indexer and the user."""
+    if outcome is WriteOutcome.NEW:
+        report.new += 1
+    elif outcome is WriteOutcome.CHANGED:
+        report.changed += 1
+    else:
+        report.unchanged += 1
+        return
+    report.written.append(relpath)

@@ -1,0 +1,172 @@
+"""Fixtures: a replay server on 127.0.0.1 (SPEC §8), settings pointing at it, a saved login."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shared.settings import Settings
+from tests.scraper.replay_server import COOKIE, ReplayEntry, ReplayLibrary, ReplayServer, ReplayThread
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+Q_SOURCES = [
+    {"name": "Surface codes explained", "url": "https://example.org/surface", "snippet": "Surface codes..."},
+    {"name": "Threshold theorem", "url": "https://example.org/threshold", "snippet": "Below threshold..."},
+]
+
+
+def default_threads() -> list[ReplayThread]:
+    """Seven threads covering both answer shapes, paging, pinning, awkward titles and a deleted one."""
+    return [
+        ReplayThread(
+            uuid="11111111-1111-4111-8111-111111111111",
+            slug="quantum-error-correction-basics-AbCdEfGhIjKlMnOpQrStUv",
+            title="Quantum error correction basics",
+            space="Physics",
+            pinned=True,
+            last_query_datetime="2025-07-26T10:00:00.000000",
+            entries=[
+                ReplayEntry(
+                    "What is quantum error correction?",
+                    "It protects qubits [1] using codes [2].",
+                    Q_SOURCES,
+                    created="2025-07-26T09:00:00.000000",
+                ),
+                ReplayEntry(
+                    "How does the surface code work?",
+                    "A 2D lattice of qubits [1].",
+                    Q_SOURCES[:1],
+                    created="2025-07-26T09:10:00.000000",
+                ),
+                ReplayEntry(
+                    "What is the threshold?",
+                    "About one percent [2], per the theorem [1].",
+                    Q_SOURCES[::-1],
+                    created="2025-07-26T09:20:00.000000",
+                ),
+            ],
+        ),
+        ReplayThread(
+            uuid="22222222-2222-4222-8222-222222222222",
+            slug="rust-borrow-checker-BbCdEfGhIjKlMnOpQrStUv",
+            title="Rust borrow checker",
+            plain_only=True,
+            last_query_datetime="2025-07-25T10:00:00.000000",
+            entries=[
+                ReplayEntry(
+                    "Why does the borrow checker reject this?",
+                    "Two mutable borrows overlap [1].",
+                    [
+                        {
+                            "name": "The Rust Book",
+                            "url": "https://doc.rust-lang.org/book/",
+                            "snippet": "References and borrowing",
+                        }
+                    ],
+                )
+            ],
+        ),
+        ReplayThread(
+            uuid="33333333-3333-4333-8333-333333333333",
+            slug="deleted-thread-CbCdEfGhIjKlMnOpQrStUv",
+            title="Deleted thread",
+            gone="ENTRY_DELETED",
+            last_query_datetime="2025-07-24T10:00:00.000000",
+            entries=[ReplayEntry("gone?", "yes")],
+        ),
+        ReplayThread(
+            uuid="44444444-4444-4444-8444-444444444444",
+            slug="sourdough-hydration-DbCdEfGhIjKlMnOpQrStUv",
+            title='Sourdough: hydration 75%? <best> / "ratio"',
+            space="Cooking/Baking",
+            last_query_datetime="2025-07-23T10:00:00.000000",
+            entries=[
+                ReplayEntry(
+                    "What hydration for sourdough?",
+                    "Around 75% works [1].",
+                    [{"title": "Bread blog", "link": "https://example.com/bread"}],
+                )
+            ],
+        ),
+        ReplayThread(
+            uuid="55555555-5555-4555-8555-555555555555",
+            slug="same-title-EbCdEfGhIjKlMnOpQrStUv",
+            title="Same title",
+            last_query_datetime="2025-07-22T10:00:00.000000",
+            entries=[ReplayEntry("First of two", "Answer one.")],
+        ),
+        ReplayThread(
+            uuid="66666666-6666-4666-8666-666666666666",
+            slug="same-title-FbCdEfGhIjKlMnOpQrStUv",
+            title="Same title",
+            last_query_datetime="2025-07-21T10:00:00.000000",
+            entries=[ReplayEntry("Second of two", "Answer two.")],
+        ),
+        ReplayThread(
+            uuid="77777777-7777-4777-8777-777777777777",
+            slug="con-GbCdEfGhIjKlMnOpQrStUv",
+            title="CON",
+            pinned=True,
+            last_query_datetime="2025-07-20T10:00:00.000000",
+            entries=[ReplayEntry("Reserved names on Windows?", "CON, PRN, AUX and NUL are reserved.")],
+        ),
+    ]
+
+
+@pytest.fixture
+def library() -> ReplayLibrary:
+    return ReplayLibrary(threads=default_threads(), total_threads=99)
+
+
+@pytest.fixture
+def replay(library: ReplayLibrary) -> Iterator[ReplayServer]:
+    with ReplayServer(library) as server:
+        yield server
+
+
+def write_state(path: Path, token: str) -> None:
+    """A Playwright storage state holding the login cookie for 127.0.0.1."""
+    cookie = {
+        "name": COOKIE,
+        "value": token,
+        "domain": "127.0.0.1",
+        "path": "/",
+        "expires": -1,
+        "httpOnly": True,
+        "secure": True,
+        "sameSite": "Lax",
+    }
+    path.write_text(json.dumps({"cookies": [cookie], "origins": []}, indent=2))
+
+
+@pytest.fixture
+def settings(tmp_path: Path, replay: ReplayServer) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        perplexity_base_url=replay.base_url,
+        perplexity_state=tmp_path / "state.json",
+        export_dir=tmp_path / "exports",
+        chromium_path=Path(CHROMIUM),
+        scrape_headless=True,
+        scrape_list_page_size=3,
+        scrape_page_delay_s=0.0,
+        scrape_page_jitter_s=0.0,
+        scrape_thread_delay_s=0.0,
+        scrape_thread_jitter_s=0.0,
+        scrape_max_attempts=4,
+        scrape_backoff_base_s=0.01,
+        scrape_backoff_max_s=0.05,
+        scrape_timeout_s=10.0,
+        scrape_login_timeout_s=10.0,
+    )
+
+
+@pytest.fixture
+def logged_in(settings: Settings) -> Settings:
+    write_state(settings.perplexity_state_path, "token-ok")
+    return settings

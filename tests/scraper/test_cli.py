@@ -1,0 +1,50 @@
+"""The Typer sub-apps, run through Typer's test runner on documented-format files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.scraper import import_app, scrape_app
+from shared.settings import get_settings
+from tests.scraper.test_imports import data_export
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HINDSIGHT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HINDSIGHT_PERPLEXITY_STATE", str(tmp_path / "nowhere" / "state.json"))
+    monkeypatch.setenv("HINDSIGHT_CHROMIUM_PATH", str(tmp_path / "no-chromium"))
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()
+
+
+def test_import_perplexity_export_reports_counts_and_writes_files(env: Path) -> None:
+    source = data_export(env / "export.json")
+
+    result = CliRunner().invoke(
+        import_app, ["perplexity-export", str(source), "--export-dir", str(env / "out")]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "2 new" in result.output
+    assert len(list((env / "out").rglob("*.md"))) == 2
+
+
+def test_import_of_a_wrong_file_fails_with_a_clear_message(env: Path) -> None:
+    (env / "bad.json").write_text('{"something": "else"}')
+
+    result = CliRunner().invoke(import_app, ["perplexity-export", str(env / "bad.json")])
+
+    assert result.exit_code == 1
+    assert "no `conversations` list" in result.output
+
+
+def test_scrape_without_a_usable_browser_says_what_to_install(env: Path) -> None:
+    result = CliRunner().invoke(scrape_app, [])
+
+    assert result.exit_code == 1
+    assert "Chromium did not start" in result.output

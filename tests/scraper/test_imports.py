@@ -1,0 +1,140 @@
+"""Imports of Perplexity's own exports, on files built from the documented formats (SPEC §6)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import httpx
+
+from services.scraper.checkpoint import CHECKPOINT_NAME, content_hash
+from services.scraper.imports import threads_from_data_export, threads_from_markdown_dir, write_threads
+from tests.scraper.replay_server import COOKIE, ReplayServer
+from tests.scraper.test_export_browser import front_matter
+
+BASE = "https://www.perplexity.ai"
+
+
+def data_export(path: Path) -> Path:
+    """The bulk data-request JSON in the fields FraYoshi's converter reads (SPEC §6.2)."""
+    path.write_text(
+        json.dumps(
+            {
+                "conversations": [
+                    {
+                        "context_title": "Tea: green vs black?",
+                        "created_at": "2025-05-01T08:00:00Z",
+                        "mode": "copilot",
+                        "collection_uuid": None,
+                        "entries": [
+                            {
+                                "query": "Green or black tea for caffeine?",
+                                "answer": "Black tea has more [1].",
+                                "mode": "copilot",
+                                "created_at": "2025-05-01T08:00:00Z",
+                                "query_status": "COMPLETED",
+                            },
+                            {
+                                "query": "And matcha?",
+                                "answer": "Matcha has the most.",
+                                "mode": "copilot",
+                                "created_at": "2025-05-02T08:00:00Z",
+                                "query_status": "COMPLETED",
+                            },
+                        ],
+                    },
+                    {
+                        "context_title": "Untitled thoughts",
+                        "created_at": "2025-06-01T08:00:00Z",
+                        "mode": "concise",
+                        "collection_uuid": "c-1",
+                        "entries": [
+                            {
+                                "query": "Is it raining?",
+                                "answer": "No.",
+                                "mode": "concise",
+                                "created_at": "2025-06-01T08:00:00Z",
+                                "query_status": "COMPLETED",
+                            }
+                        ],
+                    },
+                ]
+            }
+        )
+    )
+    return path
+
+
+def test_data_export_import_writes_the_scrape_layout_and_skips_on_reimport(tmp_path: Path) -> None:
+    source, export_dir = data_export(tmp_path / "perplexity.json"), tmp_path / "exports"
+
+    first = write_threads(threads_from_data_export(source, BASE), export_dir)
+    second = write_threads(threads_from_data_export(source, BASE), export_dir)
+
+    assert (first.new, second.new, second.changed, second.unchanged) == (2, 0, 0, 2)
+    tea = export_dir / first.written[0]
+    assert tea.parent.name == "General" and tea.name.startswith("Tea_ green vs black_ (")
+    meta = front_matter(tea)
+    assert meta["title"] == "Tea: green vs black?" and meta["created"] == "2025-05-01T08:00:00Z"
+    assert meta["updated"] == "2025-05-02T08:00:00Z"
+    text = tea.read_text()
+    assert "## Green or black tea for caffeine?\n\nBlack tea has more [1]." in text
+    assert "## And matcha?\n\nMatcha has the most." in text
+    checkpoint = json.loads((export_dir / CHECKPOINT_NAME).read_text())
+    thread = threads_from_data_export(source, BASE)[0]
+    assert checkpoint["threads"][thread.uuid]["hash"] == content_hash(thread)
+
+
+def official_files(replay: ReplayServer, folder: Path) -> None:
+    """Download the official per-thread Markdown over real HTTP; split the long thread in two files."""
+    folder.mkdir()
+    with httpx.Client(base_url=replay.base_url, cookies={COOKIE: "token-ok"}) as client:
+        for thread in replay.library.threads:
+            if thread.gone:
+                continue
+            reply = client.post(
+                "/rest/thread/export",
+                params={"version": "2.18", "source": "default"},
+                json={"thread_uuid": thread.uuid, "format": "md"},
+            )
+            reply.raise_for_status()
+            body = reply.json()
+            content = base64.b64decode(body["file_content_64"]).decode()
+            stem = body["filename"].removesuffix(".md").replace("/", "_").replace('"', "_")
+            if (folder / f"{stem}.md").exists():
+                stem = f"{stem} {thread.uuid[:4]}"
+            if len(thread.entries) > 2:
+                head, _, tail = content.partition("\n---\n")
+                (folder / f"{stem}.md").write_text(head)
+                (folder / f"{stem}(2).md").write_text(tail)
+            else:
+                (folder / f"{stem}.md").write_text(content)
+
+
+def test_official_markdown_import_joins_parts_and_maps_footnotes_to_sources(
+    replay: ReplayServer, tmp_path: Path
+) -> None:
+    official_files(replay, tmp_path / "downloads")
+    export_dir = tmp_path / "exports"
+
+    report = write_threads(threads_from_markdown_dir(tmp_path / "downloads"), export_dir)
+
+    assert report.new == 6
+    quantum = (
+        export_dir / "General" / next(n for n in (p.split("/")[1] for p in report.written) if "Quantum" in n)
+    )
+    text = quantum.read_text()
+    assert front_matter(quantum)["title"] == "Quantum error correction basics"
+    assert [line for line in text.splitlines() if line.startswith("## ")] == [
+        "## What is quantum error correction?",
+        "## How does the surface code work?",
+        "## What is the threshold?",
+    ]
+    assert (
+        "It protects qubits [[1]](https://example.org/surface) using codes [[2]](https://example.org/threshold)."
+        in text
+    )
+    assert "<img" not in text and "⁂" not in text and "display:none" not in text
+    again = write_threads(threads_from_markdown_dir(tmp_path / "downloads"), export_dir)
+    assert (again.new, again.changed, again.unchanged) == (0, 0, 6)

@@ -1,0 +1,135 @@
+"""``scrape.run`` in a real Celery worker process on a real Redis, against the replay server."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from celery import Celery
+
+from shared.contracts import ScrapeReport, ScrapeRequest
+from shared.events import EventStream
+from shared.settings import Settings
+from tests.scraper.conftest import CHROMIUM
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    server.terminate()
+    server.wait(timeout=10)
+
+
+@pytest.fixture
+def worker(redis_url: str, logged_in: Settings) -> Iterator[None]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "HINDSIGHT_REDIS_URL": redis_url,
+        "HINDSIGHT_PERPLEXITY_BASE_URL": logged_in.perplexity_base_url,
+        "HINDSIGHT_PERPLEXITY_STATE": str(logged_in.perplexity_state_path),
+        "HINDSIGHT_EXPORT_DIR": str(logged_in.export_root),
+        "HINDSIGHT_CHROMIUM_PATH": CHROMIUM,
+        "HINDSIGHT_SCRAPE_LIST_PAGE_SIZE": "3",
+        "HINDSIGHT_SCRAPE_PAGE_DELAY_S": "0",
+        "HINDSIGHT_SCRAPE_PAGE_JITTER_S": "0",
+        "HINDSIGHT_SCRAPE_THREAD_DELAY_S": "0",
+        "HINDSIGHT_SCRAPE_THREAD_JITTER_S": "0",
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "services.scraper.tasks",
+            "worker",
+            "-Q",
+            "scrape",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    yield
+    process.terminate()
+    process.wait(timeout=20)
+
+
+def queued_tasks(client: redis.Redis, queue: str) -> list[tuple[str, list]]:
+    """Task names and args waiting in a Redis queue, decoded from kombu's message envelope."""
+    messages = [json.loads(raw) for raw in client.lrange(queue, 0, -1)]
+    return [(m["headers"]["task"], json.loads(base64.b64decode(m["body"]))[0]) for m in messages]
+
+
+def test_scrape_run_exports_reports_progress_and_chains_index_scan_only_on_change(
+    worker: None, redis_url: str, logged_in: Settings
+) -> None:
+    client_app = Celery(broker=redis_url, backend=redis_url)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+
+    def run(job_id: str) -> ScrapeReport:
+        result = client_app.send_task(
+            "scrape.run", args=[ScrapeRequest(job_id=job_id).to_payload()], queue="scrape"
+        )
+        return ScrapeReport.model_validate(result.get(timeout=90))
+
+    first = run("job-1")
+
+    assert (first.export.new, first.index_queued) == (6, True)
+    assert queued_tasks(client, "index") == [
+        ("index.scan", [{"job_id": "job-1", "root": str(logged_in.export_root)}])
+    ]
+    events = [event for _, event in EventStream("job-1", client).read()]
+    assert events[0].status == "started" and events[-1].stage == "scrape"
+    assert any(e.status == "done" and e.data.get("new") == 6 for e in events)
+
+    second = run("job-2")
+
+    assert (second.export.new, second.export.unchanged, second.index_queued) == (0, 6, False)
+    assert len(queued_tasks(client, "index")) == 1
