@@ -38,9 +38,14 @@ USER hindsight
 EXPOSE 8000
 CMD ["python", "-m", "uvicorn", "services.gateway.app:app", "--host", "0.0.0.0", "--port", "8000"]
 
+# Debian's Chromium driven by Playwright; the first Perplexity login needs a visible window, so run
+# `hindsight scrape --login` on the host once and keep the saved state in the data volume.
 FROM base AS scraper
+RUN apt-get update && apt-get install -y --no-install-recommends chromium fonts-liberation \
+ && rm -rf /var/lib/apt/lists/*
+ENV HINDSIGHT_CHROMIUM_PATH=/usr/bin/chromium
 COPY services/scraper ./services/scraper
-RUN pip install ".[scraper]" && python -m playwright install --with-deps chromium
+RUN pip install ".[scraper]"
 USER hindsight
 CMD ["celery", "-A", "services.scraper.tasks", "worker", "-Q", "scrape", "-n", "scraper@%h", "--concurrency", "1"]
 

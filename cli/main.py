@@ -13,6 +13,7 @@ from rich.table import Table
 
 from cli.client import GatewayClient, GatewayError
 from cli.local_stack import LocalStack, wait_until
+from cli.scraper import import_app, scrape_app
 from shared.contracts import Answer, Event, QuestionOptions, Strategy
 from shared.settings import get_settings
 
@@ -21,6 +22,8 @@ app = typer.Typer(
 )
 models_app = typer.Typer(help="Provision the ONNX models (build steps, run once).", no_args_is_help=True)
 app.add_typer(models_app, name="models")
+app.add_typer(scrape_app, name="scrape")
+app.add_typer(import_app, name="import")
 console = Console()
 
 

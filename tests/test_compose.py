@@ -50,9 +50,10 @@ def test_state_lives_in_named_volumes(compose: dict) -> None:
 
 
 def test_docker_compose_config_accepts_the_file() -> None:
-    if shutil.which("docker") and subprocess.run(
-        ["docker", "compose", "version"], capture_output=True
-    ).returncode == 0:
+    if (
+        shutil.which("docker")
+        and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0
+    ):
         command = ["docker", "compose", "config", "-q"]
     elif shutil.which("docker-compose"):
         command = ["docker-compose", "config", "-q"]
