@@ -12,23 +12,38 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
+# Only scalar ``extra=`` fields are logged: Celery attaches whole task payloads as ``data``.
+SCALARS = (str, int, float, bool, type(None))
 question_id_var: ContextVar[str | None] = ContextVar("hindsight_question_id", default=None)
 
 # Attributes every LogRecord has; anything else was passed in ``extra=`` and is logged as a field.
 _RECORD_ATTRIBUTES = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "question_id"}
 
 
+_PAYLOAD_ID = re.compile(r"'(?:question_id|job_id)': '([^']+)'")
+
+
 class QuestionIdFilter(logging.Filter):
-    """Stamp the current question id on every record, so formatters need not know about contextvars."""
+    """Stamp the current question id on every record, so formatters need not know about contextvars.
+
+    Outside a task (a worker's "Task ... received" line) the id is read from the task arguments
+    Celery attaches to the record, so those lines carry it too.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.question_id = question_id_var.get()
+        question_id = question_id_var.get()
+        celery_data = getattr(record, "data", None)
+        if question_id is None and isinstance(celery_data, dict):
+            found = _PAYLOAD_ID.search(str(celery_data.get("args", "")))
+            question_id = found.group(1) if found else None
+        record.question_id = question_id
         return True
 
 
@@ -48,7 +63,9 @@ class JsonFormatter(logging.Formatter):
             "question_id": getattr(record, "question_id", None) or question_id_var.get(),
             "message": record.getMessage(),
         }
-        line.update({k: v for k, v in vars(record).items() if k not in _RECORD_ATTRIBUTES})
+        line.update(
+            {k: v for k, v in vars(record).items() if k not in _RECORD_ATTRIBUTES and isinstance(v, SCALARS)}
+        )
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, default=str)

@@ -130,13 +130,14 @@ class StreamMetrics:
         self.client, self.metrics, self.poll_s = client, metrics, poll_s
         self.forget_after_s = forget_after_s
 
-    async def run(self) -> None:
-        while True:
+    async def run(self, stopping: asyncio.Event) -> None:
+        while not stopping.is_set():
             try:
                 await self.sweep()
             except (redis.RedisError, OSError) as exc:
                 log.warning("metrics sweep failed: %s", exc)
-            await asyncio.sleep(self.poll_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), self.poll_s)
 
     async def sweep(self) -> None:
         for member, accepted_at in await self.client.zrange(PENDING_KEY, 0, -1, withscores=True):
@@ -153,11 +154,18 @@ class StreamMetrics:
 
 @contextlib.asynccontextmanager
 async def running(consumer: StreamMetrics) -> AsyncIterator[None]:
-    """Run the consumer for as long as the application lives."""
-    task = asyncio.create_task(consumer.run())
+    """Run the consumer for as long as the application lives; stop it by flag, not by cancellation.
+
+    A flag, because a cancellation that lands inside a Redis call can be swallowed by the client,
+    which would leave shutdown waiting for ever.
+    """
+    stopping = asyncio.Event()
+    task = asyncio.create_task(consumer.run(stopping))
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        stopping.set()
+        try:
+            await asyncio.wait_for(task, timeout=5)
+        except TimeoutError:
+            log.warning("metrics consumer did not stop within 5s")
