@@ -78,7 +78,10 @@ def describe_access() -> None:
     key = keys.client_key(settings)
     console.print(f"gateway at {url} requires an API key; this CLI uses its own key")
     if key:
-        console.print(f"web page (the key travels in the #fragment, never to a server): {url}/#key={key}")
+        console.print(
+            f"web page (the key travels in the #fragment, never to a server): {url}/#key={key}",
+            soft_wrap=True,
+        )
 
 
 def stop_stack() -> None:

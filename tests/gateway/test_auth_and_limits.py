@@ -9,7 +9,7 @@ import httpx
 import redis
 
 from services.gateway.keys import KeyFile
-from tests.gateway.conftest import REPO, Gateway, free_port, hindsight_env, start_gateway
+from tests.gateway.conftest import REPO, Gateway, free_port, hindsight_env, start_gateway, wait_for
 
 QUESTION = {"question": "what did I learn about reranking?"}
 
@@ -127,11 +127,32 @@ def test_open_gateway_on_loopback_serves_without_a_key(redis_url: str, tmp_path)
     env = hindsight_env(tmp_path, redis_url, port, HINDSIGHT_GATEWAY_AUTH="open")
     process = start_gateway(env, tmp_path / "gateway.log")
     try:
-        from tests.gateway.conftest import wait_for
-
         url = f"http://127.0.0.1:{port}"
         wait_for(lambda: httpx.get(f"{url}/metrics").status_code == 200, 30, "the open gateway")
         assert httpx.get(f"{url}/v1/questions/unknown").status_code == 404
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_flower_refuses_to_start_without_basic_auth_and_demands_it_when_set(redis_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    port = free_port()
+    env = hindsight_env(tmp_path, redis_url, free_port(), HINDSIGHT_FLOWER_PORT=str(port))
+    env["HINDSIGHT_FLOWER_ADDRESS"] = "127.0.0.1"
+    command = [sys.executable, "-m", "celery", "-A", "shared.celery_app", "flower",
+               "--conf=deploy/flower/flowerconfig.py"]  # fmt: skip
+    refused = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0
+    assert "does not run without basic auth" in refused.stderr
+
+    env["HINDSIGHT_FLOWER_BASIC_AUTH"] = "admin:s3cret"
+    with (tmp_path / "flower.log").open("wb") as log:
+        flower = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=log)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for(lambda: httpx.get(url, auth=("admin", "s3cret")).status_code == 200, 60, "flower")
+        assert httpx.get(url).status_code == 401
+        assert httpx.get(url, auth=("admin", "wrong")).status_code == 401
+    finally:
+        flower.terminate()
+        flower.wait(15)
