@@ -113,7 +113,7 @@ class Repl:
 
     def help(self) -> None:
         self.console.print(
-            "Ask in RAG mode for a written answer whose [n] markers cite exact passages; the other "
+            "Ask in RAG mode for a written answer whose \\[n] markers cite exact passages; the other "
             "search modes list matching passages (semantic: by meaning, exact: by the words). "
             "Build the index from a folder of notes or exports first; scraping exports your "
             "Perplexity threads as Markdown into the data folder. Every entry is also a command: "

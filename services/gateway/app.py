@@ -24,6 +24,7 @@ from services.gateway.keys import KeyFile
 from services.gateway.limits import BodySizeLimit
 from services.gateway.metrics import Metrics, StreamMetrics, running
 from services.gateway.schemas import Health
+from services.gateway.streaming import SSE_BLOCK_MS
 from shared.celery_app import QUEUES
 from shared.celery_app import app as celery_app
 from shared.settings import Settings, get_settings
@@ -34,7 +35,10 @@ PROTECTED_ROUTERS: list[APIRouter] = [questions.router, indexing.router]
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
-    client = aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
+    # Longer than an SSE read's XREAD block: redis-py's default 5 s socket timeout would cut streams.
+    client = aioredis.Redis.from_url(
+        settings.redis_url, decode_responses=True, socket_timeout=SSE_BLOCK_MS / 1000 + 15
+    )
     metrics = Metrics(settings.redis_url)
 
     @asynccontextmanager

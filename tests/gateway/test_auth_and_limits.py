@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 
 import httpx
 import redis
 
 from services.gateway.keys import KeyFile
+from shared.events import EventStream
 from tests.gateway.conftest import REPO, Gateway, free_port, hindsight_env, start_gateway, wait_for
 
 QUESTION = {"question": "what did I learn about reranking?"}
@@ -156,3 +159,23 @@ def test_flower_refuses_to_start_without_basic_auth_and_demands_it_when_set(redi
     finally:
         flower.terminate()
         flower.wait(15)
+
+
+def test_event_stream_survives_a_stage_quieter_than_the_redis_socket_timeout(
+    gateway: Gateway, redis_url: str
+) -> None:
+    """A search that takes 7 s emits nothing meanwhile; the stream must wait, not break at 5 s."""
+    _, key = new_key(gateway)
+    stream = EventStream("quiet-question", redis.Redis.from_url(redis_url, decode_responses=True), 60)
+
+    def slow_stage() -> None:
+        time.sleep(7)
+        stream.emit("search", "done", "8 candidates")
+        stream.emit("answer", "failed", "stopped by the test")
+
+    writer = threading.Thread(target=slow_stage)
+    writer.start()
+    with gateway.client(key).stream("GET", "/v1/questions/quiet-question/events", timeout=30) as response:
+        stages = [line for line in response.iter_lines() if line.startswith("event:")]
+    writer.join()
+    assert stages == ["event: search", "event: answer"]
