@@ -10,7 +10,13 @@ from shared.contracts import Answer, Event, QuestionOptions, ScanReport
 
 
 class GatewayError(RuntimeError):
-    """The gateway refused a request; the message carries its reason."""
+    """The gateway refused a request; the message carries its status, its reason and when to retry."""
+
+    def __init__(self, status_code: int, reason: str, retry_after: str | None = None) -> None:
+        retry = f" (retry in {retry_after}s)" if retry_after else ""
+        super().__init__(f"{status_code}: {reason}{retry}")
+        self.status_code = status_code
+        self.retry_after = retry_after
 
 
 def server_sent_events(response: httpx.Response) -> Iterator[Event]:
@@ -31,11 +37,12 @@ class GatewayClient:
 
     def _checked(self, response: httpx.Response) -> httpx.Response:
         if response.is_error:
+            response.read()
             try:
                 reason = response.json().get("detail", response.text)
             except ValueError:
                 reason = response.text
-            raise GatewayError(f"{response.status_code}: {reason}")
+            raise GatewayError(response.status_code, str(reason), response.headers.get("retry-after"))
         return response
 
     def ask(self, question: str, options: QuestionOptions | None = None) -> str:
@@ -63,6 +70,9 @@ class GatewayClient:
     def index_report(self, job_id: str) -> ScanReport | None:
         body = self._checked(self._http.get(f"/v1/index/{job_id}")).json()
         return ScanReport.model_validate(body["report"]) if body.get("report") else None
+
+    def evidence(self, question_id: str, number: int) -> dict[str, object]:
+        return dict(self._checked(self._http.get(f"/v1/questions/{question_id}/citations/{number}")).json())
 
     def health(self) -> dict[str, object]:
         return dict(self._http.get("/healthz").json())

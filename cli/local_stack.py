@@ -49,14 +49,9 @@ def worker_specs() -> list[ProcessSpec]:
     ]
 
 
-def gateway_spec(settings: Settings) -> ProcessSpec:
-    return ProcessSpec(
-        "gateway",
-        [
-            sys.executable, "-m", "uvicorn", "services.gateway.app:app",
-            "--host", settings.gateway_host, "--port", str(settings.gateway_port), "--log-level", "warning",
-        ],
-    )  # fmt: skip
+def gateway_spec() -> ProcessSpec:
+    """The gateway reads its address and auth mode from the settings the stack pins in its env."""
+    return ProcessSpec("gateway", [sys.executable, "-m", "services.gateway"])
 
 
 def redis_answers(url: str) -> bool:
@@ -131,7 +126,7 @@ class LocalStack:
             self.start(redis_spec(self.settings), env)
             wait_until(lambda: redis_answers(self.settings.redis_url), 10, "redis-server")
             started.append("redis")
-        for spec in [*worker_specs(), gateway_spec(self.settings)]:
+        for spec in [*worker_specs(), gateway_spec()]:
             if spec.name not in self.running():
                 self.start(spec, env)
                 started.append(spec.name)
@@ -160,6 +155,10 @@ class LocalStack:
             "HINDSIGHT_DATA_DIR": str(self.settings.data_dir.resolve()),
             "HINDSIGHT_MODELS_DIR": str(self.settings.resolved_models_dir),
             "HINDSIGHT_REDIS_URL": self.settings.redis_url,
+            "HINDSIGHT_GATEWAY_HOST": self.settings.gateway_host,
+            "HINDSIGHT_GATEWAY_PORT": str(self.settings.gateway_port),
+            "HINDSIGHT_GATEWAY_AUTH": self.settings.gateway_auth,
+            "HINDSIGHT_API_KEYS_FILE": str(self.settings.keys_file),
         }
 
 

@@ -1,7 +1,12 @@
-"""``hindsight``: run the local stack, index folders, ask questions, provision models."""
+"""``hindsight``: run the local stack, index folders, ask questions, manage keys and models.
+
+Each command is a thin shell over a plain function (``start_stack``, ``index_folder``,
+``ask_question``, ...) that the REPL calls too. Sub-apps are one ``app.add_typer`` line each.
+"""
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Annotated
@@ -9,8 +14,17 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
+from cli import keys
 from cli.client import GatewayClient, GatewayError
 from cli.local_stack import LocalStack, wait_until
 from cli.scraper import import_app, scrape_app
@@ -24,18 +38,23 @@ models_app = typer.Typer(help="Provision the ONNX models (build steps, run once)
 app.add_typer(models_app, name="models")
 app.add_typer(scrape_app, name="scrape")
 app.add_typer(import_app, name="import")
+app.add_typer(keys.app, name="keys")
 console = Console()
 
 
 def gateway() -> GatewayClient:
-    return GatewayClient(get_settings().gateway_url)
+    settings = get_settings()
+    return GatewayClient(settings.gateway_url, keys.client_key(settings))
 
 
-@app.command()
-def up(wait: Annotated[bool, typer.Option(help="Wait until every queue has a live worker.")] = True) -> None:
-    """Start Redis (if none answers), one worker per queue and the gateway, as local processes."""
-    stack = LocalStack(get_settings())
-    started = stack.up()
+def start_stack(wait: bool = True) -> None:
+    """Start the local processes; with ``wait``, until every queue has a live worker."""
+    settings = get_settings()
+    if settings.gateway_auth == "keys" and keys.ensure_local_key(settings):
+        console.print(f"created an API key for this CLI in {settings.cli_key_file} (mode 0600)")
+    stack = LocalStack(settings)
+    with console.status("starting redis, workers and the gateway…"):
+        started = stack.up()
     console.print(f"started: {', '.join(started) or 'nothing (all running)'}; logs in {stack.run_dir}")
     if wait:
         client = gateway()
@@ -46,20 +65,34 @@ def up(wait: Annotated[bool, typer.Option(help="Wait until every queue has a liv
             except Exception:
                 return False
 
-        wait_until(healthy, 120, "the local stack")
+        with console.status("waiting for a live worker on every queue…"):
+            wait_until(healthy, 120, "the local stack")
         console.print("[green]ready[/green]")
+    describe_access()
 
 
-@app.command()
-def down() -> None:
-    """Stop exactly the processes that ``hindsight up`` started."""
+def describe_access() -> None:
+    """Say plainly how the gateway is protected and how to reach the web page."""
+    settings = get_settings()
+    url = settings.gateway_url.rstrip("/")
+    if settings.gateway_auth == "open":
+        console.print(f"[yellow]gateway is OPEN (no API key) on {settings.gateway_host}[/yellow]: {url}/")
+        return
+    key = keys.client_key(settings)
+    console.print(f"gateway at {url} requires an API key; this CLI uses its own key")
+    if key:
+        console.print(
+            f"web page (the key travels in the #fragment, never to a server): {url}/#key={key}",
+            soft_wrap=True,
+        )
+
+
+def stop_stack() -> None:
     stopped = LocalStack(get_settings()).down()
     console.print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
 
 
-@app.command()
-def status() -> None:
-    """Show the local processes and which queues have live workers."""
+def show_status() -> None:
     table = Table("process", "pid")
     for name, pid in LocalStack(get_settings()).running().items():
         table.add_row(name, str(pid))
@@ -70,15 +103,24 @@ def status() -> None:
         console.print(f"[red]gateway unreachable[/red]: {exc}")
 
 
-@app.command()
-def index(
-    root: Annotated[Path, typer.Argument(exists=True, file_okay=False, resolve_path=True)],
-) -> None:
-    """Index (or re-sync) a folder and show its progress."""
+def index_folder(root: Path) -> None:
+    """Index (or re-sync) a folder with a progress bar over its changed documents."""
     client = gateway()
     job_id = client.index(str(root))
-    for event in client.index_events(job_id):
-        render_event(event)
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task(f"scanning {root}", total=None)
+        for event in client.index_events(job_id):
+            if event.stage == "scan" and event.status == "done":
+                changed = int(event.data.get("new", 0)) + int(event.data.get("changed", 0))
+                progress.update(task, total=changed, description="indexing")
+                progress.console.print(event.detail)
+            elif event.stage == "document":
+                progress.advance(task)
+                if event.status == "failed":
+                    progress.console.print(f"[red]failed[/red] {event.detail}")
+            elif event.stage == "index":
+                progress.update(task, completed=progress.tasks[0].total or 0, description="done")
     report = client.index_report(job_id)
     if report:
         console.print(
@@ -90,6 +132,68 @@ def index(
             console.print(f"[red]failed[/red] {failure.path}: {failure.reason}")
 
 
+def ask_question(question: str, strategy: Strategy | None = None) -> Answer | None:
+    """Ask; show each stage as it finishes under a spinner, then the cited answer."""
+    client = gateway()
+    started = time.perf_counter()
+    question_id = client.ask(question, QuestionOptions(strategy=strategy))
+    answer = None
+    with console.status("planning…") as spinner:
+        for event in client.question_events(question_id):
+            if event.stage == "answer" and event.status == "failed":
+                console.print(f"[red]failed[/red]: {event.detail}")
+                return None
+            if event.stage == "answer":
+                answer = Answer.model_validate(event.data["answer"])
+            else:
+                render_event(event)
+                spinner.update(f"{event.stage} {event.status}…")
+    if answer:
+        render_answer(answer)
+    console.print(f"[dim]{(time.perf_counter() - started):.1f}s[/dim]")
+    return answer
+
+
+def reset_index() -> None:
+    """Delete the index (vector store and manifest); stop the stack first and start it again after."""
+    settings = get_settings()
+    stack = LocalStack(settings)
+    was_running = bool(stack.running())
+    if was_running:
+        stop_stack()
+    with console.status(f"deleting {settings.store_dir}…"):
+        shutil.rmtree(settings.store_dir, ignore_errors=True)
+    console.print(f"deleted the index at {settings.store_dir}; your files and exports are untouched")
+    if was_running:
+        start_stack()
+
+
+@app.command()
+def up(wait: Annotated[bool, typer.Option(help="Wait until every queue has a live worker.")] = True) -> None:
+    """Start Redis (if none answers), one worker per queue and the gateway, as local processes."""
+    start_stack(wait)
+
+
+@app.command()
+def down() -> None:
+    """Stop exactly the processes that ``hindsight up`` started."""
+    stop_stack()
+
+
+@app.command()
+def status() -> None:
+    """Show the local processes and which queues have live workers."""
+    show_status()
+
+
+@app.command()
+def index(
+    root: Annotated[Path, typer.Argument(exists=True, file_okay=False, resolve_path=True)],
+) -> None:
+    """Index (or re-sync) a folder and show its progress."""
+    index_folder(root)
+
+
 @app.command()
 def ask(
     question: str,
@@ -98,18 +202,25 @@ def ask(
     ] = None,
 ) -> None:
     """Ask a question; watch the stages live, then read the cited answer."""
-    client = gateway()
-    started = time.perf_counter()
-    question_id = client.ask(question, QuestionOptions(strategy=strategy))
-    for event in client.question_events(question_id):
-        if event.stage == "answer":
-            if event.status == "failed":
-                console.print(f"[red]failed[/red]: {event.detail}")
-                raise typer.Exit(1)
-            render_answer(Answer.model_validate(event.data["answer"]))
-        else:
-            render_event(event)
-    console.print(f"[dim]{(time.perf_counter() - started):.1f}s[/dim]")
+    if ask_question(question, strategy) is None:
+        raise typer.Exit(1)
+
+
+@app.command()
+def reset(yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False) -> None:
+    """Delete the index so the next ``hindsight index`` rebuilds it from scratch."""
+    if yes or typer.confirm(f"delete the index in {get_settings().store_dir}?", default=False):
+        reset_index()
+    else:
+        console.print("nothing deleted")
+
+
+@app.command()
+def repl() -> None:
+    """An interactive menu: ask and search, build the index, scrape, reset, status."""
+    from cli.repl import Repl
+
+    Repl(app, console).run()
 
 
 def render_event(event: Event) -> None:

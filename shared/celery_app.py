@@ -13,6 +13,7 @@ from celery import Celery
 from celery.signals import celeryd_init
 from kombu import Queue
 
+from shared.logging import install_celery_hooks
 from shared.settings import get_settings
 
 QUEUES = ("scrape", "index", "retrieve", "rerank", "map", "reduce")
@@ -65,3 +66,4 @@ def _single_prefetch_for_heavy_queues(conf: Any = None, options: Any = None, **_
 
 
 app = create_app()
+install_celery_hooks()

@@ -90,6 +90,20 @@ class Settings(BaseSettings):
     scrape_timeout_s: float = 30.0
     scrape_login_timeout_s: float = 300.0
 
+    # Gateway (issue 8)
+    # ``keys`` demands an API key on /v1; ``open`` is honoured only on a loopback address unless
+    # ``gateway_allow_open_remote`` says, explicitly, that an open gateway on the network is intended.
+    gateway_auth: Literal["keys", "open"] = "keys"
+    gateway_allow_open_remote: bool = False
+    api_keys_file: Path | None = None
+    api_key: str | None = None
+    max_request_bytes: int = 65_536
+    max_question_chars: int = 2_000
+    rate_limit_per_minute: int = 60
+    backpressure_max_queued: int = 200
+    backpressure_retry_after_s: int = 5
+    metrics_poll_s: float = 1.0
+
     @field_validator("roots", mode="before")
     @classmethod
     def _split_roots(cls, value: object) -> object:
@@ -126,6 +140,16 @@ class Settings(BaseSettings):
     @property
     def run_dir(self) -> Path:
         return (self.data_dir / "run").resolve()
+
+    @property
+    def keys_file(self) -> Path:
+        """The hashed API keys the gateway accepts."""
+        return (self.api_keys_file or self.data_dir / "api_keys.json").resolve()
+
+    @property
+    def cli_key_file(self) -> Path:
+        """The local CLI's own key, created by ``hindsight up`` (mode 0600)."""
+        return (self.data_dir / "cli.key").resolve()
 
     def pool_size(self, strategy: Strategy) -> int:
         return self.pool_precise if strategy is Strategy.PRECISE else self.pool_exhaustive

@@ -6,6 +6,7 @@ so the suite runs the same on any machine.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import socket
@@ -19,6 +20,7 @@ import redis
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS_DIR = REPO / ".hindsight" / "models"
+REDIS_DATABASES = 256
 
 
 def free_port() -> int:
@@ -39,8 +41,8 @@ def require_embedder() -> Path:
 
 
 @pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh ``redis-server`` on a free loopback port, for this test session only."""
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh ``redis-server`` on a free loopback port for this test session; yields its base URL."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server not found: apt-get install redis-server")
@@ -48,12 +50,12 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     workdir = tmp_path_factory.mktemp("redis")
     process = subprocess.Popen(
         [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-         "--dir", str(workdir)],
+         "--databases", str(REDIS_DATABASES), "--dir", str(workdir)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
+    base = f"redis://127.0.0.1:{port}"
+    client = redis.Redis.from_url(base)
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -64,18 +66,29 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 process.kill()
                 pytest.fail("redis-server did not start")
             time.sleep(0.05)
-    yield url
+    yield base
     process.terminate()
     process.wait(10)
 
 
+_next_database = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def redis_url(redis_server: str) -> str:
+    """An empty Redis database of its own for each test module, so queues never leak between them."""
+    url = f"{redis_server}/{next(_next_database) % REDIS_DATABASES or 1}"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
 @pytest.fixture(scope="session", autouse=True)
-def hindsight_env(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def hindsight_env(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Point every in-process ``get_settings()`` at the private Redis and a temp data folder."""
     from shared.settings import get_settings
 
     env = {
-        "HINDSIGHT_REDIS_URL": redis_url,
+        "HINDSIGHT_REDIS_URL": f"{redis_server}/0",
         "HINDSIGHT_DATA_DIR": str(tmp_path_factory.mktemp("hindsight-data")),
         "HINDSIGHT_MODELS_DIR": str(models_dir()),
     }

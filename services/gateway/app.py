@@ -1,120 +1,93 @@
-"""The HTTP face of Hindsight: accept questions and index jobs, stream their progress, serve results."""
+"""The HTTP face of Hindsight: the app factory that assembles routers, auth, limits, metrics and the page.
+
+Every router in ``PROTECTED_ROUTERS`` is mounted behind API-key auth and the per-key rate limit; a
+new router is one more entry in that list (``api.include_router(router, dependencies=PROTECTED)``).
+``/``, ``/healthz`` and ``/metrics`` stay open: they carry no user data.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated
 
 import redis.asyncio as aioredis
-from fastapi import Depends, FastAPI, HTTPException, Request, status
-from sse_starlette.sse import EventSourceResponse
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import FileResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from services.gateway.schemas import (
-    Health,
-    IndexAccepted,
-    IndexStart,
-    IndexStatus,
-    QuestionAccepted,
-    QuestionRequest,
-    QuestionStatus,
-)
-from services.gateway.workflow import start_index, start_question
+from services.gateway import indexing, questions
+from services.gateway.auth import PROTECTED
+from services.gateway.deps import RedisDep
+from services.gateway.keys import KeyFile
+from services.gateway.limits import BodySizeLimit
+from services.gateway.metrics import Metrics, StreamMetrics, running
+from services.gateway.schemas import Health
+from services.gateway.streaming import SSE_BLOCK_MS
 from shared.celery_app import QUEUES
 from shared.celery_app import app as celery_app
-from shared.contracts import Answer, IndexRequest, QuestionState, ScanReport
-from shared.events import EVENT_FIELD, TERMINAL_STAGE, answer_key, decode_entry, events_key, index_report_key
 from shared.settings import Settings, get_settings
 
-SSE_BLOCK_MS = 15_000
-
-
-def request_redis(request: Request) -> aioredis.Redis:
-    return request.app.state.redis
-
-
-RedisDep = Annotated[aioredis.Redis, Depends(request_redis)]
-
-
-def redis_for(settings: Settings) -> aioredis.Redis:
-    return aioredis.Redis.from_url(settings.redis_url, decode_responses=True)
+STATIC_DIR = Path(__file__).parent / "static"
+PROTECTED_ROUTERS: list[APIRouter] = [questions.router, indexing.router]
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    # Longer than an SSE read's XREAD block: redis-py's default 5 s socket timeout would cut streams.
+    client = aioredis.Redis.from_url(
+        settings.redis_url, decode_responses=True, socket_timeout=SSE_BLOCK_MS / 1000 + 15
+    )
+    metrics = Metrics(settings.redis_url)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        consumer = StreamMetrics(client, metrics, settings.metrics_poll_s, settings.event_ttl_s)
+        async with running(consumer):
+            yield
+        await client.aclose()
+
     api = FastAPI(
         title="Hindsight",
         version="0.1.0",
         description="Questions over your own research history, answered with exact citations.",
+        lifespan=lifespan,
     )
-    api.state.redis = redis_for(settings)
+    api.state.redis = client
     api.state.settings = settings
+    api.state.metrics = metrics
+    api.state.key_file = KeyFile(settings.keys_file)
+    api.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    for router in PROTECTED_ROUTERS:
+        api.include_router(router, dependencies=PROTECTED)
+    api.include_router(open_router())
+    return api
 
-    @api.post("/v1/questions", status_code=status.HTTP_202_ACCEPTED, response_model=QuestionAccepted)
-    async def ask(body: QuestionRequest) -> QuestionAccepted:
-        question_id = uuid.uuid4().hex
-        state = QuestionState(question_id=question_id, question=body.question.strip(), options=body.options)
-        await asyncio.to_thread(start_question, celery_app, state)
-        return QuestionAccepted(
-            id=question_id,
-            status_url=f"/v1/questions/{question_id}",
-            events_url=f"/v1/questions/{question_id}/events",
-        )
 
-    @api.get("/v1/questions/{question_id}", response_model=QuestionStatus)
-    async def question_status(question_id: str, client: RedisDep) -> QuestionStatus:
-        raw = await client.get(answer_key(question_id))
-        if raw:
-            return QuestionStatus(id=question_id, status="done", answer=Answer.model_validate_json(raw))
-        last = await client.xrevrange(events_key(question_id), count=1)
-        if not last:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no question with id {question_id}")
-        event = decode_entry(last[0][1])
-        if event.stage == TERMINAL_STAGE and event.status == "failed":
-            return QuestionStatus(id=question_id, status="failed", error=event.detail)
-        return QuestionStatus(id=question_id, status="pending")
+def open_router() -> APIRouter:
+    router = APIRouter()
 
-    @api.get("/v1/questions/{question_id}/events")
-    async def question_events(question_id: str, request: Request) -> EventSourceResponse:
-        return EventSourceResponse(stream_events(request, question_id, TERMINAL_STAGE))
+    @router.get("/", include_in_schema=False)
+    async def web_page() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
-    @api.post("/v1/index", status_code=status.HTTP_202_ACCEPTED, response_model=IndexAccepted)
-    async def index(body: IndexStart) -> IndexAccepted:
-        root = Path(body.root).expanduser()
-        if not root.is_absolute():
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "root must be an absolute path")
-        job_id = uuid.uuid4().hex
-        await asyncio.to_thread(start_index, celery_app, IndexRequest(job_id=job_id, root=str(root)))
-        return IndexAccepted(
-            job_id=job_id, status_url=f"/v1/index/{job_id}", events_url=f"/v1/index/{job_id}/events"
-        )
+    @router.get("/metrics", include_in_schema=False)
+    async def prometheus_metrics(request: Request) -> Response:
+        body = await asyncio.to_thread(generate_latest, request.app.state.metrics.registry)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
 
-    @api.get("/v1/index/{job_id}", response_model=IndexStatus)
-    async def index_status(job_id: str, client: RedisDep) -> IndexStatus:
-        raw = await client.get(index_report_key(job_id))
-        if raw:
-            return IndexStatus(job_id=job_id, status="done", report=ScanReport.model_validate_json(raw))
-        if not await client.exists(events_key(job_id)):
-            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no index job with id {job_id}")
-        return IndexStatus(job_id=job_id, status="running")
-
-    @api.get("/v1/index/{job_id}/events")
-    async def index_events(job_id: str, request: Request) -> EventSourceResponse:
-        return EventSourceResponse(stream_events(request, job_id, "index"))
-
-    @api.get("/healthz", response_model=Health)
+    @router.get("/healthz", response_model=Health)
     async def healthz(client: RedisDep) -> Health:
         try:
             redis_ok = bool(await client.ping())
-        except OSError:
+        except (OSError, aioredis.RedisError):
             redis_ok = False
         queues = await asyncio.to_thread(live_workers_per_queue) if redis_ok else {}
         ok = redis_ok and all(queues.get(q, 0) for q in QUEUES if q != "scrape")
         return Health(redis=redis_ok, queues=queues, status="ok" if ok else "degraded")
 
-    return api
+    return router
 
 
 def live_workers_per_queue(timeout_s: float = 1.0) -> dict[str, int]:
@@ -125,26 +98,3 @@ def live_workers_per_queue(timeout_s: float = 1.0) -> dict[str, int]:
         for queue in queues:
             counts[queue["name"]] = counts.get(queue["name"], 0) + 1
     return counts
-
-
-async def stream_events(
-    request: Request, stream_id: str, terminal_stage: str
-) -> AsyncIterator[dict[str, str]]:
-    """Server-sent events of the stream, resuming after ``Last-Event-ID``, ending at the terminal stage."""
-    client: aioredis.Redis = request.app.state.redis
-    after = request.headers.get("last-event-id", "0-0")
-    while not await request.is_disconnected():
-        reply = await client.xread({events_key(stream_id): after}, block=SSE_BLOCK_MS)
-        if not reply:
-            yield {"comment": "keep-alive"}
-            continue
-        for _, entries in reply:
-            for entry_id, fields in entries:
-                after = entry_id
-                event = decode_entry(fields)
-                yield {"id": entry_id, "event": event.stage, "data": fields[EVENT_FIELD]}
-                if event.stage == terminal_stage and event.status in ("done", "failed"):
-                    return
-
-
-app = create_app()

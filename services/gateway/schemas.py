@@ -10,7 +10,9 @@ from shared.contracts import Answer, QuestionOptions, ScanReport
 
 
 class QuestionRequest(BaseModel):
-    question: str = Field(min_length=1, max_length=2000)
+    """The length limit is a setting, checked by the route so its 422 can say what the limit is."""
+
+    question: str = Field(min_length=1)
     options: QuestionOptions = Field(default_factory=QuestionOptions)
 
 
@@ -47,3 +49,17 @@ class Health(BaseModel):
     redis: bool
     queues: dict[str, int]
     status: Literal["ok", "degraded"]
+
+
+class Evidence(BaseModel):
+    """A cited quote with the source text around it (``before`` + ``quote`` + ``after``)."""
+
+    number: int
+    title: str
+    source_uri: str
+    page: int | None = None
+    quote: str
+    before: str = ""
+    after: str = ""
+    located: bool = False
+    verified: bool = False

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli.client import GatewayClient
+from cli.keys import client_key, ensure_local_key
 from cli.local_stack import LocalStack, wait_until
 from shared.contracts import Answer
 from shared.settings import Settings
@@ -39,9 +40,10 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         gateway_port=port,
         gateway_url=f"http://127.0.0.1:{port}",
     )
+    ensure_local_key(settings)
     local = LocalStack(settings)
     local.up()
-    client = GatewayClient(settings.gateway_url)
+    client = GatewayClient(settings.gateway_url, client_key(settings))
 
     def all_queues_served() -> bool:
         try:

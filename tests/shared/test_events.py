@@ -9,12 +9,14 @@ import redis
 
 from shared.contracts import QuestionState
 from shared.events import TERMINAL_STAGE, EventStream
+from shared.settings import get_settings
 from shared.tasking import question_stage
 
 
 @pytest.fixture
-def client(redis_url: str) -> redis.Redis:
-    return redis.Redis.from_url(redis_url, decode_responses=True)
+def client() -> redis.Redis:
+    """The Redis every in-process stage writes to (the session's, via the settings)."""
+    return redis.Redis.from_url(get_settings().redis_url, decode_responses=True)
 
 
 def test_stage_emits_started_then_done_with_what_the_body_reported(client: redis.Redis) -> None:

@@ -1,0 +1,34 @@
+"""``python -m services.gateway``: serve the gateway on the configured address, with JSON logs.
+
+This is the entry point that knows the real bind address, so it is where an open gateway on a
+network address is refused.
+"""
+
+from __future__ import annotations
+
+import uvicorn
+
+from services.gateway.app import create_app
+from services.gateway.auth import OpenGatewayRefusedError, refuse_open_on_network
+from shared.logging import configure_logging
+from shared.settings import get_settings
+
+
+def main() -> None:
+    settings = get_settings()
+    configure_logging("gateway")
+    try:
+        refuse_open_on_network(settings, settings.gateway_host)
+    except OpenGatewayRefusedError as exc:
+        raise SystemExit(str(exc)) from exc
+    uvicorn.run(
+        create_app(settings),
+        host=settings.gateway_host,
+        port=settings.gateway_port,
+        log_config=None,
+        access_log=False,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Who may call ``/v1``: API keys from ``X-API-Key`` or ``Authorization: Bearer``, then a rate limit.
+
+``authenticate`` is a router-level dependency, so every router mounted with
+``api.include_router(router, dependencies=PROTECTED)`` is covered, including ones other modules add.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from fastapi import Depends, HTTPException, Request, status
+
+from services.gateway.deps import KeyFileDep, RedisDep, SettingsDep
+from services.gateway.limits import enforce_rate_limit
+from services.gateway.metrics import record_rejection
+from shared.settings import Settings
+
+
+class OpenGatewayRefusedError(RuntimeError):
+    """An open gateway was asked for on a network address without the explicit opt-in."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def refuse_open_on_network(settings: Settings, bind_host: str) -> None:
+    """Never listen without keys on a reachable address unless told so in as many words."""
+    open_remote = settings.gateway_auth == "open" and not is_loopback(bind_host)
+    if open_remote and not settings.gateway_allow_open_remote:
+        raise OpenGatewayRefusedError(
+            f"refusing to serve without API keys on {bind_host}: anyone who can reach it could read your "
+            "research. Create keys (`hindsight keys create`) and set HINDSIGHT_GATEWAY_AUTH=keys, or set "
+            "HINDSIGHT_GATEWAY_ALLOW_OPEN_REMOTE=true if an open gateway on the network is really intended."
+        )
+
+
+def presented_key(request: Request) -> str | None:
+    key = request.headers.get("x-api-key")
+    if key:
+        return key.strip()
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" and credentials.strip() else None
+
+
+def unauthorized(request: Request, reason: str) -> HTTPException:
+    record_rejection(request, "auth")
+    return HTTPException(status.HTTP_401_UNAUTHORIZED, reason, headers={"WWW-Authenticate": "Bearer"})
+
+
+async def authenticate(request: Request, settings: SettingsDep, keys: KeyFileDep, client: RedisDep) -> str:
+    """The caller's identity (a key id, or ``open:<address>``), after the per-caller rate limit."""
+    if settings.gateway_auth == "open":
+        caller = f"open:{request.client.host if request.client else 'unknown'}"
+    else:
+        key = presented_key(request)
+        if key is None:
+            raise unauthorized(request, "missing API key: send it as X-API-Key or Authorization: Bearer")
+        check = keys.check(key)
+        if check.record is None:
+            raise unauthorized(request, check.reason)
+        caller = check.record.id
+    request.state.caller = caller
+    await enforce_rate_limit(request, client, caller, settings.rate_limit_per_minute)
+    return caller
+
+
+PROTECTED = [Depends(authenticate)]

@@ -1,0 +1,64 @@
+"""The passage around a citation, read from its source file, for the web page's evidence view.
+
+The path is never taken from the request: it is the ``source_uri`` of a citation in an answer the
+pipeline stored, and it must still lie inside the configured roots (when roots are set) and be a
+text format. The quote is located in the current file text at the occurrence nearest the cited
+offset, so front matter stripped by the loader or small edits since indexing do not misplace it;
+when it cannot be found (PDF, file gone or changed) the quote alone is returned, marked as such.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from services.gateway.schemas import Evidence
+from shared.contracts import Citation
+
+CONTEXT_CHARS = 400
+TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+
+
+def readable_source(uri: str, roots: list[Path]) -> Path | None:
+    path = Path(uri)
+    if not path.is_absolute() or path.suffix.lower() not in TEXT_SUFFIXES:
+        return None
+    resolved = path.resolve()
+    if roots and not any(resolved.is_relative_to(root.resolve()) for root in roots):
+        return None
+    return resolved if resolved.is_file() else None
+
+
+def nearest_occurrence(text: str, quote: str, near: int) -> int | None:
+    best: int | None = None
+    start = text.find(quote)
+    while start != -1:
+        if best is None or abs(start - near) < abs(best - near):
+            best = start
+        start = text.find(quote, start + 1)
+    return best
+
+
+def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
+    found = Evidence(
+        number=citation.number,
+        title=citation.title,
+        source_uri=citation.source_uri,
+        page=citation.page,
+        quote=citation.quote,
+        verified=citation.verified,
+    )
+    path = readable_source(citation.source_uri, roots)
+    if path is None or not citation.quote:
+        return found
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return found
+    start = nearest_occurrence(text, citation.quote, citation.char_start)
+    if start is None:
+        return found
+    end = start + len(citation.quote)
+    found.before = text[max(0, start - CONTEXT_CHARS) : start]
+    found.after = text[end : end + CONTEXT_CHARS]
+    found.located = True
+    return found

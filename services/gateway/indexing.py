@@ -1,0 +1,51 @@
+"""``/v1/index``: start (or re-sync) indexing a folder and stream its progress."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+from fastapi import APIRouter, HTTPException, Request, status
+from sse_starlette.sse import EventSourceResponse
+
+from services.gateway.deps import RedisDep, SettingsDep
+from services.gateway.limits import INDEX_QUEUES, enforce_backpressure
+from services.gateway.metrics import track
+from services.gateway.schemas import IndexAccepted, IndexStart, IndexStatus
+from services.gateway.streaming import stream_events
+from services.gateway.workflow import start_index
+from shared.celery_app import app as celery_app
+from shared.contracts import IndexRequest, ScanReport
+from shared.events import events_key, index_report_key
+
+router = APIRouter(prefix="/v1/index", tags=["index"])
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=IndexAccepted)
+async def index(body: IndexStart, request: Request, client: RedisDep, settings: SettingsDep) -> IndexAccepted:
+    root = Path(body.root).expanduser()
+    if not root.is_absolute():
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "root must be an absolute path")
+    await enforce_backpressure(request, client, INDEX_QUEUES, settings)
+    job_id = uuid.uuid4().hex
+    await track(client, "i", job_id)
+    await asyncio.to_thread(start_index, celery_app, IndexRequest(job_id=job_id, root=str(root)))
+    return IndexAccepted(
+        job_id=job_id, status_url=f"/v1/index/{job_id}", events_url=f"/v1/index/{job_id}/events"
+    )
+
+
+@router.get("/{job_id}", response_model=IndexStatus)
+async def index_status(job_id: str, client: RedisDep) -> IndexStatus:
+    raw = await client.get(index_report_key(job_id))
+    if raw:
+        return IndexStatus(job_id=job_id, status="done", report=ScanReport.model_validate_json(raw))
+    if not await client.exists(events_key(job_id)):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no index job with id {job_id}")
+    return IndexStatus(job_id=job_id, status="running")
+
+
+@router.get("/{job_id}/events")
+async def index_events(job_id: str, request: Request, client: RedisDep) -> EventSourceResponse:
+    return EventSourceResponse(stream_events(request, client, job_id, "index"))

@@ -1,0 +1,118 @@
+"""Limits that keep one caller or one burst from degrading the service for everyone.
+
+- request bodies larger than ``max_request_bytes`` get 413 before they are parsed;
+- each caller gets ``rate_limit_per_minute`` requests per clock minute (429 + Retry-After);
+- backpressure: when the Celery queues behind an endpoint already hold more than
+  ``backpressure_max_queued`` messages, new work gets 429 + Retry-After at once instead of
+  joining a queue whose latency would grow without bound.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import redis.asyncio as aioredis
+from fastapi import HTTPException, Request, status
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from services.gateway.metrics import record_rejection
+from shared.celery_app import QUEUES
+from shared.settings import Settings
+
+QUESTION_QUEUES = ("retrieve", "rerank", "map", "reduce")
+INDEX_QUEUES = ("index",)
+
+
+def too_many(request: Request, reason: str, detail: str, retry_after_s: int) -> HTTPException:
+    record_rejection(request, reason)
+    return HTTPException(
+        status.HTTP_429_TOO_MANY_REQUESTS, detail, headers={"Retry-After": str(max(1, retry_after_s))}
+    )
+
+
+async def enforce_rate_limit(request: Request, client: aioredis.Redis, caller: str, per_minute: int) -> None:
+    """Fixed one-minute windows counted in Redis, so every gateway replica shares one budget."""
+    now = time.time()
+    window = int(now // 60)
+    key = f"hindsight:rate:{caller}:{window}"
+    pipe = client.pipeline()
+    pipe.incr(key)
+    pipe.expire(key, 120)
+    count, _ = await pipe.execute()
+    if int(count) > per_minute:
+        retry_after = int((window + 1) * 60 - now) + 1
+        raise too_many(
+            request, "rate", f"rate limit: {per_minute} requests a minute for this key", retry_after
+        )
+
+
+async def queue_depths(client: aioredis.Redis) -> dict[str, int]:
+    """Messages waiting in each Celery queue: the length of the queue's Redis list."""
+    pipe = client.pipeline()
+    for queue in QUEUES:
+        pipe.llen(queue)
+    return {queue: int(depth) for queue, depth in zip(QUEUES, await pipe.execute(), strict=True)}
+
+
+async def enforce_backpressure(
+    request: Request, client: aioredis.Redis, queues: tuple[str, ...], settings: Settings
+) -> None:
+    depths = await queue_depths(client)
+    waiting = sum(depths[q] for q in queues)
+    bound = settings.backpressure_max_queued
+    if waiting > bound:
+        raise too_many(
+            request,
+            "backpressure",
+            f"busy: {waiting} tasks already queued ({', '.join(queues)}; limit {bound}); retry later",
+            settings.backpressure_retry_after_s,
+        )
+
+
+class BodySizeLimit:
+    """ASGI middleware: refuse bodies over ``max_bytes`` with 413, by header or by counting the stream."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self.refuse(scope, send, int(declared))
+            return
+        body, more = b"", True
+        messages: list[Message] = []
+        while more:
+            message = await receive()
+            messages.append(message)
+            body += message.get("body", b"")
+            more = message.get("more_body", False) and message["type"] == "http.request"
+            if len(body) > self.max_bytes:
+                await self.refuse(scope, send, len(body))
+                return
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def refuse(self, scope: Scope, send: Send, size: int) -> None:
+        body = json.dumps(
+            {"detail": f"request body of {size} bytes is over the limit of {self.max_bytes} bytes"}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})

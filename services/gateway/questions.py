@@ -1,0 +1,88 @@
+"""``/v1/questions``: accept a question, stream its stages, serve its answer and its evidence."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+
+from fastapi import APIRouter, HTTPException, Request, status
+from sse_starlette.sse import EventSourceResponse
+
+from services.gateway.deps import RedisDep, SettingsDep
+from services.gateway.evidence import evidence_for
+from services.gateway.limits import QUESTION_QUEUES, enforce_backpressure
+from services.gateway.metrics import track
+from services.gateway.schemas import Evidence, QuestionAccepted, QuestionRequest, QuestionStatus
+from services.gateway.streaming import stream_events
+from services.gateway.workflow import start_question
+from shared.celery_app import app as celery_app
+from shared.contracts import Answer, QuestionState
+from shared.events import TERMINAL_STAGE, answer_key, decode_entry, events_key
+from shared.logging import bind_question
+
+log = logging.getLogger(__name__)
+router = APIRouter(prefix="/v1/questions", tags=["questions"])
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=QuestionAccepted)
+async def ask(
+    body: QuestionRequest, request: Request, client: RedisDep, settings: SettingsDep
+) -> QuestionAccepted:
+    question = body.question.strip()
+    if not question:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "the question is empty")
+    if len(question) > settings.max_question_chars:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_ENTITY,
+            f"the question is {len(question)} characters; the limit is {settings.max_question_chars}",
+        )
+    await enforce_backpressure(request, client, QUESTION_QUEUES, settings)
+    question_id = uuid.uuid4().hex
+    state = QuestionState(question_id=question_id, question=question, options=body.options)
+    with bind_question(question_id):
+        log.info("question accepted", extra={"caller": request.state.caller, "chars": len(question)})
+        await track(client, "q", question_id)
+        await asyncio.to_thread(start_question, celery_app, state)
+    return QuestionAccepted(
+        id=question_id,
+        status_url=f"/v1/questions/{question_id}",
+        events_url=f"/v1/questions/{question_id}/events",
+    )
+
+
+async def stored_answer(client: RedisDep, question_id: str) -> Answer | None:
+    raw = await client.get(answer_key(question_id))
+    return Answer.model_validate_json(raw) if raw else None
+
+
+@router.get("/{question_id}", response_model=QuestionStatus)
+async def question_status(question_id: str, client: RedisDep) -> QuestionStatus:
+    answer = await stored_answer(client, question_id)
+    if answer:
+        return QuestionStatus(id=question_id, status="done", answer=answer)
+    last = await client.xrevrange(events_key(question_id), count=1)
+    if not last:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no question with id {question_id}")
+    event = decode_entry(last[0][1])
+    if event.stage == TERMINAL_STAGE and event.status == "failed":
+        return QuestionStatus(id=question_id, status="failed", error=event.detail)
+    return QuestionStatus(id=question_id, status="pending")
+
+
+@router.get("/{question_id}/events")
+async def question_events(question_id: str, request: Request, client: RedisDep) -> EventSourceResponse:
+    return EventSourceResponse(stream_events(request, client, question_id, TERMINAL_STAGE))
+
+
+@router.get("/{question_id}/citations/{number}", response_model=Evidence)
+async def citation_evidence(
+    question_id: str, number: int, client: RedisDep, settings: SettingsDep
+) -> Evidence:
+    answer = await stored_answer(client, question_id)
+    if answer is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no answer for question {question_id}")
+    citation = next((c for c in answer.citations if c.number == number), None)
+    if citation is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"the answer has no citation [{number}]")
+    return await asyncio.to_thread(evidence_for, citation, settings.roots)

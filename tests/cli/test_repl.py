@@ -1,0 +1,92 @@
+"""``hindsight repl`` driven through a real pseudo-terminal: start the stack, index, ask, reset, stop.
+
+The stack is the real local one (Redis, Celery workers, gateway as processes) on its own ports.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.conftest import REPO, free_port, models_dir
+
+pytestmark = pytest.mark.integration
+
+
+def test_repl_menu_runs_the_whole_local_workflow(tmp_path: Path) -> None:
+    data_dir, samples = tmp_path / "data", tmp_path / "samples"
+    shutil.copytree(REPO / "samples", samples)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env.update(
+        PYTHONPATH=str(REPO), TERM="dumb", COLUMNS="200",
+        HINDSIGHT_DATA_DIR=str(data_dir), HINDSIGHT_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0",
+        HINDSIGHT_GATEWAY_PORT=str(port), HINDSIGHT_GATEWAY_URL=f"http://127.0.0.1:{port}",
+        HINDSIGHT_MODELS_DIR=str(models_dir()),
+    )  # fmt: skip
+    repl = pexpect.spawn(
+        sys.executable, ["-m", "cli.main", "repl"], cwd=str(REPO), env=env, encoding="utf-8", timeout=30
+    )
+    repl.logfile_read = (tmp_path / "repl.log").open("w")
+    try:
+        repl.expect("choose")
+        repl.sendline("h")
+        repl.expect("RAG mode for a written answer")
+        repl.expect("choose")
+
+        repl.sendline("4")
+        repl.expect("ready", timeout=150)
+        repl.expect("choose")
+
+        repl.sendline("2")
+        repl.expect("folder to index")
+        repl.sendline(str(samples))
+        repl.expect(r"scanned 4: 4 new", timeout=120)
+        repl.expect("choose")
+
+        repl.sendline("1")
+        repl.expect("mode")
+        repl.sendline("rag")
+        repl.expect("question")
+        repl.sendline("What is my sourdough starter called?")
+        repl.expect("citations", timeout=120)
+        repl.expect(r"\[1\] ")
+        repl.expect("choose")
+
+        repl.sendline("7")
+        repl.expect(r"delete the index\?")
+        repl.sendline("n")
+        repl.expect("nothing deleted")
+        assert (data_dir / "store").is_dir()
+        repl.expect("choose")
+
+        repl.sendline("5")
+        repl.expect("stopped: ")
+        repl.expect("choose")
+
+        repl.sendline("7")
+        repl.expect(r"delete the index\?")
+        repl.sendline("y")
+        repl.expect("deleted the index")
+        assert not (data_dir / "store").exists()
+        repl.expect("choose")
+
+        repl.sendline("q")
+        repl.expect(pexpect.EOF)
+    finally:
+        if repl.isalive():
+            repl.terminate(force=True)
+        _stop_stack(env)
+
+
+def _stop_stack(env: dict[str, str]) -> None:
+    """Whatever the test reached, stop the processes its stack started (by their pidfiles)."""
+    subprocess.run(
+        [sys.executable, "-m", "cli.main", "down"], cwd=REPO, env=env, capture_output=True, timeout=60
+    )
