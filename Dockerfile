@@ -36,7 +36,7 @@ COPY cli ./cli
 RUN pip install ".[gateway,cli]"
 USER hindsight
 EXPOSE 8000
-CMD ["python", "-m", "uvicorn", "services.gateway.app:app", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["python", "-m", "services.gateway"]
 
 # Debian's Chromium driven by Playwright; the first Perplexity login needs a visible window, so run
 # `hindsight scrape --login` on the host once and keep the saved state in the data volume.
@@ -76,8 +76,10 @@ RUN pip install ".[synthesizer]"
 USER hindsight
 CMD ["celery", "-A", "services.synthesizer.tasks", "worker", "-Q", "map", "-n", "mapper@%h", "--concurrency", "1"]
 
+# Flower refuses to start without basic auth (HINDSIGHT_FLOWER_BASIC_AUTH=user:password).
 FROM base AS flower
-RUN pip install flower
+RUN pip install . flower
+COPY deploy/flower ./deploy/flower
 USER hindsight
 EXPOSE 5555
-CMD ["sh", "-c", "test -n \"$FLOWER_BASIC_AUTH\" || { echo 'set FLOWER_BASIC_AUTH=user:password' >&2; exit 1; }; exec celery -A shared.celery_app flower --port=5555 --basic-auth=\"$FLOWER_BASIC_AUTH\""]
+CMD ["celery", "-A", "shared.celery_app", "flower", "--conf=deploy/flower/flowerconfig.py"]

@@ -85,3 +85,7 @@ def revoke(
         console.print(f"[red]{exc.args[0]}[/red]")
         raise typer.Exit(1) from exc
     console.print(f"revoked key {record.id} ({record.name})")
+
+
+if __name__ == "__main__":
+    app()
