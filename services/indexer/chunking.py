@@ -89,15 +89,25 @@ def _fence_cut(
     return None
 
 
+def _joined(tokens: Sequence[Span], index: int) -> bool:
+    """Whether token ``index`` continues the word before it (a word piece or punctuation, no space)."""
+    return 0 < index < len(tokens) and tokens[index][0] == tokens[index - 1][1]
+
+
 def window_spans(
     tokens: Sequence[Span], max_tokens: int, overlap: int, fences: Sequence[Span] = ()
 ) -> list[Span]:
-    """Token windows of at most ``max_tokens`` that overlap by ``overlap`` tokens, as character spans."""
+    """Token windows of at most ``max_tokens`` that overlap by about ``overlap`` tokens, as character
+    spans. Windows start and end between words, never inside one, unless a word exceeds a window."""
     windows: list[Span] = []
     first = 0
     while first < len(tokens):
         last = min(first + max_tokens, len(tokens)) - 1
+        while last > first and _joined(tokens, last + 1):
+            last -= 1
         next_first = max(first + 1, last + 1 - overlap)
+        while next_first > first + 1 and _joined(tokens, next_first):
+            next_first -= 1
         if last < len(tokens) - 1:
             moved = _fence_cut(tokens, first, last, fences, max_tokens, overlap)
             if moved is not None:
