@@ -56,6 +56,7 @@ class Settings(BaseSettings):
     index_retry_backoff_s: float = 2.0
     watch_debounce_ms: int = 1_000
     ollama_timeout_s: float = 60.0
+    ollama_embed_dimension: int = 768
     ollama_retries: int = 3
 
     # Retrieval
