@@ -4,6 +4,9 @@ The bar follows the job's event stream: files done of the total, the rate and th
 computes, the file being indexed; skipped and failed files are printed with their reason as they
 happen and listed again in the final report. With ``--watch`` the folder is re-synced after every
 settled burst of changes (see :mod:`services.indexer.watcher`) until Ctrl-C.
+
+``app`` has this one command, so ``python -m cli.indexer PATH`` runs it directly; ``cli/main.py``
+registers the same function as its ``index`` command: ``app.command("index")(indexer.index)``.
 """
 
 from __future__ import annotations
@@ -120,7 +123,7 @@ def run_index(client: GatewayClient, root: Path) -> ScanReport | None:
     return report
 
 
-@app.callback(invoke_without_command=True)
+@app.command()
 def index(
     root: Annotated[Path, typer.Argument(exists=True, file_okay=False, resolve_path=True)],
     watch: Annotated[
@@ -144,3 +147,7 @@ def index(
     except KeyboardInterrupt:
         watcher.stop_event.set()
         console.print("stopped watching")
+
+
+if __name__ == "__main__":
+    app()
