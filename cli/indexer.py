@@ -91,10 +91,9 @@ def follow_job(client: GatewayClient, job_id: str) -> None:
                 continue
             if update.line:
                 bar.console.print(update.line)
-            fields = {k: v for k, v in (("rate", update.rate), ("eta", update.eta)) if v is not None}
-            bar.update(
-                task, description=update.description, total=update.total, completed=update.completed, **fields
-            )
+            bar.update(task, description=update.description, total=update.total, completed=update.completed)
+            if update.rate is not None:
+                bar.update(task, rate=update.rate, eta=update.eta)
 
 
 def render_report(report: ScanReport) -> None:

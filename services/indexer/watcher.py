@@ -55,10 +55,10 @@ class RootWatcher:
     def __init__(
         self,
         roots: Callable[[], list[Path]],
-        on_change: Callable[[Path], None],
+        on_change: Callable[[Path], object],
         debounce_ms: int,
         refresh_ms: int = 2_000,
-        on_start: Callable[[Path], None] | None = None,
+        on_start: Callable[[Path], object] | None = None,
         stop_event: threading.Event | None = None,
     ) -> None:
         self._roots = roots

@@ -196,7 +196,7 @@ def properties_chunk(properties: dict[str, Any]) -> Chunk:
     values = {key: properties.get(key) for key in CHUNK_PROPERTIES if key != "chunk_id"}
     values["id"] = properties["chunk_id"]
     values["heading_path"] = list(values["heading_path"] or [])
-    values["kind"] = SourceKind(values["kind"])
+    values["kind"] = SourceKind(str(values["kind"]))
     return Chunk.model_validate(values)
 
 
