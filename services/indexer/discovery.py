@@ -2,7 +2,8 @@
 
 Walks without following folder symlinks (so a link back to a parent cannot loop), resolves file
 symlinks strictly (loops and dangling links are reported), keeps link targets inside the allowed
-roots, and refuses unknown types, empty files and files over the size limit before reading them.
+roots, and refuses unknown types, empty files, files over the size limit (before reading them) and binary
+content behind a text extension (from its first bytes).
 Hidden files and folders (``.git``, ``.obsidian``) are passed over silently: they are not content.
 """
 
@@ -12,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.indexer.loaders import SkippedFileError, check_size, kind_for
+from services.indexer.loaders import SkippedFileError, check_size, kind_for, sniff_text_file
 from shared.contracts import IndexFileResult
 
 
@@ -67,6 +68,7 @@ def consider(path: Path, allowed: list[Path], max_bytes: int, found: Discovery) 
         if not path.is_file():
             raise SkippedFileError("not a regular file")
         check_size(path, stat.st_size, max_bytes)
+        sniff_text_file(path)
     except SkippedFileError as exc:
         found.skip(path, str(exc))
         return

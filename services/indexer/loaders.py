@@ -96,10 +96,22 @@ def load_document(path: Path, max_bytes: int) -> LoadedDocument:
     return loaded
 
 
+def refuse_binary(head: bytes, path: Path) -> None:
+    """A NUL byte near the start means binary content, whatever the extension claims."""
+    if b"\x00" in head[:SNIFF_BYTES]:
+        raise SkippedFileError(f"binary content (NUL bytes) in a {path.suffix} file")
+
+
+def sniff_text_file(path: Path) -> None:
+    """Refuse a binary file behind a text extension before it is hashed or queued."""
+    if kind_for(path) is not SourceKind.PDF:
+        with path.open("rb") as handle:
+            refuse_binary(handle.read(SNIFF_BYTES), path)
+
+
 def decode_text(raw: bytes, path: Path) -> str:
     """UTF-8 text (a BOM is dropped); binary content and other encodings are refused, not guessed."""
-    if b"\x00" in raw[:SNIFF_BYTES]:
-        raise SkippedFileError(f"binary content (NUL bytes) in a {path.suffix} file")
+    refuse_binary(raw, path)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

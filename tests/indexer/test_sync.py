@@ -135,6 +135,7 @@ def test_every_bad_input_gets_a_reason_and_the_rest_is_indexed(
     assert "unsupported file type .png" in reasons["photo.png"]
     assert {Path(r.path).name for r in report.failures} == {"corrupt.pdf", "encrypted.pdf", "latin1.txt"}
     assert report.failed == 3 and report.skipped == len(report.skipped_files) == 8
+    assert report.new == 4, "skipped files are refused at the scan, never queued as new"
     assert [Path(uri).name for uri in store.manifest(str(docs))] == ["good.md"]
     assert store.count_chunks() == report.chunks >= 1
 
