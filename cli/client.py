@@ -76,3 +76,12 @@ class GatewayClient:
 
     def health(self) -> dict[str, object]:
         return dict(self._http.get("/healthz").json())
+
+
+def default_client() -> GatewayClient:
+    """A client of the configured gateway, with this CLI's key when the gateway demands one."""
+    from cli.keys import client_key
+    from shared.settings import get_settings
+
+    settings = get_settings()
+    return GatewayClient(settings.gateway_url, client_key(settings))

@@ -46,6 +46,7 @@ def worker_specs() -> list[ProcessSpec]:
         celery_worker("reranker", "services.reranker.tasks", "rerank"),
         celery_worker("mapper", "services.synthesizer.tasks", "map", concurrency=2),
         celery_worker("reducer", "services.synthesizer.tasks", "reduce"),
+        ProcessSpec("watcher", [sys.executable, "-m", "services.indexer.watcher"]),
     ]
 
 

@@ -1,6 +1,6 @@
 """``hindsight``: run the local stack, index folders, ask questions, manage keys and models.
 
-Each command is a thin shell over a plain function (``start_stack``, ``index_folder``,
+Each command is a thin shell over a plain function (``start_stack``, ``indexer.run_index``,
 ``ask_question``, ...) that the REPL calls too. Sub-apps are one ``app.add_typer`` line each.
 """
 
@@ -8,24 +8,15 @@ from __future__ import annotations
 
 import shutil
 import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markdown import Markdown
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
-from cli import keys
-from cli.client import GatewayClient, GatewayError
+from cli import indexer, keys
+from cli.client import GatewayClient, GatewayError, default_client
 from cli.local_stack import LocalStack, wait_until
 from cli.scraper import import_app, scrape_app
 from shared.contracts import Answer, Event, QuestionOptions, Strategy
@@ -39,12 +30,12 @@ app.add_typer(models_app, name="models")
 app.add_typer(scrape_app, name="scrape")
 app.add_typer(import_app, name="import")
 app.add_typer(keys.app, name="keys")
+app.command("index")(indexer.index)
 console = Console()
 
 
 def gateway() -> GatewayClient:
-    settings = get_settings()
-    return GatewayClient(settings.gateway_url, keys.client_key(settings))
+    return default_client()
 
 
 def start_stack(wait: bool = True) -> None:
@@ -103,35 +94,6 @@ def show_status() -> None:
         console.print(f"[red]gateway unreachable[/red]: {exc}")
 
 
-def index_folder(root: Path) -> None:
-    """Index (or re-sync) a folder with a progress bar over its changed documents."""
-    client = gateway()
-    job_id = client.index(str(root))
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
-        task = progress.add_task(f"scanning {root}", total=None)
-        for event in client.index_events(job_id):
-            if event.stage == "scan" and event.status == "done":
-                changed = int(event.data.get("new", 0)) + int(event.data.get("changed", 0))
-                progress.update(task, total=changed, description="indexing")
-                progress.console.print(event.detail)
-            elif event.stage == "document":
-                progress.advance(task)
-                if event.status == "failed":
-                    progress.console.print(f"[red]failed[/red] {event.detail}")
-            elif event.stage == "index":
-                progress.update(task, completed=progress.tasks[0].total or 0, description="done")
-    report = client.index_report(job_id)
-    if report:
-        console.print(
-            f"scanned {report.scanned}: {report.new} new, {report.changed} changed, "
-            f"{report.unchanged} unchanged, {report.deleted} deleted, {report.failed} failed; "
-            f"{report.chunks} chunks"
-        )
-        for failure in report.failures:
-            console.print(f"[red]failed[/red] {failure.path}: {failure.reason}")
-
-
 def ask_question(question: str, strategy: Strategy | None = None) -> Answer | None:
     """Ask; show each stage as it finishes under a spinner, then the cited answer."""
     client = gateway()
@@ -184,14 +146,6 @@ def down() -> None:
 def status() -> None:
     """Show the local processes and which queues have live workers."""
     show_status()
-
-
-@app.command()
-def index(
-    root: Annotated[Path, typer.Argument(exists=True, file_okay=False, resolve_path=True)],
-) -> None:
-    """Index (or re-sync) a folder and show its progress."""
-    index_folder(root)
 
 
 @app.command()

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.prompt import Confirm, Prompt
 from rich.table import Table
 
-from cli import main
+from cli import indexer, main
 from cli.client import GatewayError
 
 SEARCH_MODES = ("auto", "semantic", "exact", "rag")
@@ -95,7 +95,7 @@ class Repl:
         if not folder.is_dir():
             self.console.print(f"[red]{folder} is not a folder[/red]")
             return
-        main.index_folder(folder)
+        indexer.run_index(main.gateway(), folder)
 
     def scrape(self) -> None:
         how = Prompt.ask(

@@ -260,10 +260,13 @@ class IndexFileTask(Contract):
 
 
 class IndexFileResult(Contract):
+    """What happened to one file; ``reason`` says why it was skipped or failed."""
+
     path: str
     status: Literal["indexed", "skipped", "failed"]
     chunks: int = 0
     reason: str | None = None
+    attempts: int = 1
 
 
 class ScanReport(Contract):
@@ -277,8 +280,32 @@ class ScanReport(Contract):
     unchanged: int = 0
     deleted: int = 0
     failed: int = 0
+    skipped: int = 0
     chunks: int = 0
     failures: list[IndexFileResult] = Field(default_factory=list)
+    skipped_files: list[IndexFileResult] = Field(default_factory=list)
+    elapsed_s: float = 0.0
+
+
+class IndexProgress(Contract):
+    """Where a running index job stands: files done of the total, the rate and the time left."""
+
+    job_id: str
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    chunks: int = 0
+    current: str | None = None
+    rate_files_per_s: float = 0.0
+    eta_s: float | None = None
+    elapsed_s: float = 0.0
+
+
+class WatchedRoot(Contract):
+    """A folder the watcher re-indexes whenever files under it change."""
+
+    root: str
+    registered_at: float = Field(default_factory=time.time)
 
 
 class ScrapeRequest(Contract):

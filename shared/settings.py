@@ -50,6 +50,15 @@ class Settings(BaseSettings):
     chunk_overlap: int = 40
     embed_batch_size: int = 32
 
+    # Indexer (issue 3)
+    max_file_bytes: int = 20 * 1024 * 1024
+    index_max_retries: int = 3
+    index_retry_backoff_s: float = 2.0
+    watch_debounce_ms: int = 1_000
+    ollama_timeout_s: float = 60.0
+    ollama_embed_dimension: int = 768
+    ollama_retries: int = 3
+
     # Retrieval
     pool_precise: int = 50
     pool_exhaustive: int = 80

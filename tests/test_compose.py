@@ -13,7 +13,7 @@ from tests.conftest import REPO
 COMPOSE = REPO / "docker-compose.yml"
 SERVICES = {
     "redis", "weaviate", "ollama", "gateway", "scraper", "indexer",
-    "retriever", "reranker", "mapper", "reducer", "flower",
+    "retriever", "reranker", "mapper", "reducer", "flower", "watcher",
 }  # fmt: skip
 PUBLISHED = {"gateway", "flower"}
 

@@ -18,6 +18,7 @@ from services.gateway.workflow import start_index
 from shared.celery_app import app as celery_app
 from shared.contracts import IndexRequest, ScanReport
 from shared.events import events_key, index_report_key
+from shared.index_jobs import read_progress
 
 router = APIRouter(prefix="/v1/index", tags=["index"])
 
@@ -43,7 +44,9 @@ async def index_status(job_id: str, client: RedisDep) -> IndexStatus:
         return IndexStatus(job_id=job_id, status="done", report=ScanReport.model_validate_json(raw))
     if not await client.exists(events_key(job_id)):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no index job with id {job_id}")
-    return IndexStatus(job_id=job_id, status="running")
+    return IndexStatus(
+        job_id=job_id, status="running", progress=await asyncio.to_thread(read_progress, job_id)
+    )
 
 
 @router.get("/{job_id}/events")

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from shared.contracts import Answer, QuestionOptions, ScanReport
+from shared.contracts import Answer, IndexProgress, QuestionOptions, ScanReport
 
 
 class QuestionRequest(BaseModel):
@@ -43,6 +43,7 @@ class IndexStatus(BaseModel):
     job_id: str
     status: Literal["running", "done"]
     report: ScanReport | None = None
+    progress: IndexProgress | None = None
 
 
 class Health(BaseModel):

@@ -1,22 +1,44 @@
-"""Turn a file into text plus what a citation needs: title, metadata, and where each part came from."""
+"""Turn a file into text plus what a citation needs: title, metadata, and where each part came from.
+
+Every loader returns the document's *extracted text*: the string whose character offsets chunks and
+citations use. PDFs also return a page-offset table, so each offset maps back to its page. A file we
+cannot read is never guessed at: :class:`SkippedFileError` (not a format we read) and
+:class:`LoadError` (a format we read, but this file is broken) carry the reason the report shows.
+"""
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from pathlib import Path
 
 import yaml
 
 from shared.contracts import SourceKind
 
-SUFFIX_KINDS = {".md": SourceKind.MARKDOWN, ".markdown": SourceKind.MARKDOWN, ".txt": SourceKind.TEXT}
-FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.DOTALL)
+SUFFIX_KINDS = {
+    ".md": SourceKind.MARKDOWN,
+    ".markdown": SourceKind.MARKDOWN,
+    ".txt": SourceKind.TEXT,
+    ".text": SourceKind.TEXT,
+    ".pdf": SourceKind.PDF,
+    ".html": SourceKind.HTML,
+    ".htm": SourceKind.HTML,
+}
+FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)---[ \t]*\r?\n", re.DOTALL)
 H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+SNIFF_BYTES = 8192
+PAGE_SEPARATOR = "\n\n"
 
 
-class UnsupportedFileError(ValueError):
-    """The file is not a format the indexer reads; it is reported, never guessed at."""
+class SkippedFileError(ValueError):
+    """Not something the indexer reads (unknown type, binary, empty, too large): reported, not read."""
+
+
+class LoadError(ValueError):
+    """A supported format that this file breaks (corrupt, encrypted, badly encoded)."""
 
 
 @dataclass
@@ -25,33 +47,150 @@ class LoadedDocument:
     title: str
     kind: SourceKind
     metadata: dict[str, str] = field(default_factory=dict)
+    page_starts: list[int] = field(default_factory=list)
+
+    def page_at(self, offset: int) -> int | None:
+        """The 1-based page holding character ``offset``, or ``None`` for unpaged documents."""
+        if not self.page_starts:
+            return None
+        return bisect.bisect_right(self.page_starts, offset)
+
+    def page_ranges(self) -> list[tuple[int, int]]:
+        """Character ranges of the pages (without the separators between them); none when unpaged."""
+        if not self.page_starts:
+            return []
+        ends = [start - len(PAGE_SEPARATOR) for start in self.page_starts[1:]] + [len(self.text)]
+        return list(zip(self.page_starts, ends, strict=True))
 
 
 def kind_for(path: Path) -> SourceKind:
     kind = SUFFIX_KINDS.get(path.suffix.lower())
     if kind is None:
-        raise UnsupportedFileError(f"unsupported file type {path.suffix or '(none)'}")
+        raise SkippedFileError(f"unsupported file type {path.suffix or '(no extension)'}")
     return kind
 
 
-def load_document(path: Path) -> LoadedDocument:
+def check_size(path: Path, size: int, max_bytes: int) -> None:
+    """Refuse empty and oversized files before reading a byte of them."""
+    if size == 0:
+        raise SkippedFileError("empty file (0 bytes)")
+    if size > max_bytes:
+        limit = f"{max_bytes / 1e6:.1f} MB limit (HINDSIGHT_MAX_FILE_BYTES)"
+        raise SkippedFileError(f"file is {size / 1e6:.1f} MB, above the {limit}")
+
+
+def load_document(path: Path, max_bytes: int) -> LoadedDocument:
     kind = kind_for(path)
-    text = path.read_bytes().decode("utf-8")
+    check_size(path, path.stat().st_size, max_bytes)
+    if kind is SourceKind.PDF:
+        return load_pdf(path)
+    text = decode_text(path.read_bytes(), path)
     if kind is SourceKind.MARKDOWN:
-        return load_markdown(text, path)
-    return LoadedDocument(text=text, title=path.stem, kind=kind)
+        loaded = load_markdown(text, path)
+    elif kind is SourceKind.HTML:
+        loaded = load_html(text, path)
+    else:
+        loaded = LoadedDocument(text=text, title=path.stem, kind=kind)
+    if not loaded.text.strip():
+        raise SkippedFileError("no text to index (only whitespace or markup)")
+    return loaded
+
+
+def refuse_binary(head: bytes, path: Path) -> None:
+    """A NUL byte near the start means binary content, whatever the extension claims."""
+    if b"\x00" in head[:SNIFF_BYTES]:
+        raise SkippedFileError(f"binary content (NUL bytes) in a {path.suffix} file")
+
+
+def sniff_text_file(path: Path) -> None:
+    """Refuse a binary file behind a text extension before it is hashed or queued."""
+    if kind_for(path) is not SourceKind.PDF:
+        with path.open("rb") as handle:
+            refuse_binary(handle.read(SNIFF_BYTES), path)
+
+
+def decode_text(raw: bytes, path: Path) -> str:
+    """UTF-8 text (a BOM is dropped); binary content and other encodings are refused, not guessed."""
+    refuse_binary(raw, path)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LoadError(
+            f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}; save the file as UTF-8"
+        ) from exc
+
+
+def metadata_value(value: object) -> str:
+    """Front-matter values as strings; YAML dates become ISO 8601 so they parse back exactly."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return str(value)
 
 
 def load_markdown(raw: str, path: Path) -> LoadedDocument:
-    """Front matter becomes metadata; the body, with the front matter removed, is the text."""
+    """Front matter (the exporter's title, uuid, space, url, created, updated) becomes metadata; the
+    body without it is the text. Malformed front matter is dropped rather than indexed as prose."""
     metadata: dict[str, str] = {}
     text = raw
     match = FRONT_MATTER.match(raw)
     if match:
-        parsed = yaml.safe_load(match.group(1)) or {}
+        try:
+            parsed = yaml.safe_load(match.group(1)) or {}
+        except yaml.YAMLError:
+            parsed = {}
         if isinstance(parsed, dict):
-            metadata = {str(k): str(v) for k, v in parsed.items() if v is not None}
+            metadata = {str(k): metadata_value(v) for k, v in parsed.items() if v is not None}
         text = raw[match.end() :]
     heading = H1.search(text)
     title = metadata.get("title") or (heading.group(1).strip() if heading else path.stem)
     return LoadedDocument(text=text, title=title, kind=SourceKind.MARKDOWN, metadata=metadata)
+
+
+def load_html(raw: str, path: Path) -> LoadedDocument:
+    """Main content as Markdown (headings and code fences survive, navigation and footers do not)."""
+    import trafilatura
+
+    text = trafilatura.extract(raw, output_format="markdown", favor_recall=True, include_comments=False)
+    if not text:
+        text = trafilatura.html2txt(raw) or ""
+    found = trafilatura.extract_metadata(raw)
+    metadata = {}
+    if found is not None:
+        metadata = {
+            key: str(value)
+            for key, value in (("url", found.url), ("date", found.date), ("author", found.author))
+            if value
+        }
+    title = (found.title if found is not None and found.title else None) or path.stem
+    return LoadedDocument(text=text, title=title, kind=SourceKind.HTML, metadata=metadata)
+
+
+def load_pdf(path: Path) -> LoadedDocument:
+    """Pages' text joined by blank lines, with the offset where each page starts."""
+    from pypdf import PdfReader
+    from pypdf.errors import FileNotDecryptedError
+
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted:
+            reader.decrypt("")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        info = reader.metadata
+    except FileNotDecryptedError as exc:
+        raise LoadError("encrypted PDF: it needs a password to open") from exc
+    except Exception as exc:  # a damaged file can break the parser anywhere; all of it means "corrupt"
+        raise LoadError(f"corrupt PDF: {type(exc).__name__}: {exc}") from exc
+    if not any(page.strip() for page in pages):
+        raise SkippedFileError("PDF has no extractable text (scanned images?)")
+    starts, offset = [], 0
+    for page in pages:
+        starts.append(offset)
+        offset += len(page) + len(PAGE_SEPARATOR)
+    title = (info.title if info is not None and info.title else None) or path.stem
+    return LoadedDocument(
+        text=PAGE_SEPARATOR.join(pages),
+        title=str(title),
+        kind=SourceKind.PDF,
+        metadata={"pages": str(len(pages))},
+        page_starts=starts,
+    )

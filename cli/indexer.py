@@ -1,0 +1,149 @@
+"""``hindsight index PATH [--watch]``: index a folder through the gateway with a live progress bar.
+
+The bar follows the job's event stream: files done of the total, the rate and the ETA the indexer
+computes, the file being indexed; skipped and failed files are printed with their reason as they
+happen and listed again in the final report. With ``--watch`` the folder is re-synced after every
+settled burst of changes (see :mod:`services.indexer.watcher`) until Ctrl-C.
+
+``app`` has this one command, so ``python -m cli.indexer PATH`` runs it directly; ``cli/main.py``
+registers the same function as its ``index`` command: ``app.command("index")(indexer.index)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn
+
+from cli.client import GatewayClient, default_client
+from shared.contracts import Event, IndexFileResult, IndexProgress, ScanReport
+from shared.settings import get_settings
+
+app = typer.Typer(help="Index (or re-sync) a folder, and optionally keep it in sync.")
+console = Console()
+SKIPPED_SHOWN = 20
+
+
+@dataclass
+class BarUpdate:
+    """What one event changes on the progress bar."""
+
+    description: str | None = None
+    total: int | None = None
+    completed: int | None = None
+    rate: str | None = None
+    eta: str | None = None
+    line: str | None = None
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def bar_update(event: Event) -> BarUpdate | None:
+    """Translate an index job event into a bar update (``None`` for events the bar ignores)."""
+    if event.stage == "scan" and event.status == "done":
+        return BarUpdate(description=event.detail)
+    if event.stage == "progress":
+        return BarUpdate(total=IndexProgress.model_validate(event.data).total, description="indexing")
+    if event.stage == "document" and "progress" in event.data:
+        progress = IndexProgress.model_validate(event.data["progress"])
+        result = IndexFileResult.model_validate(event.data["result"])
+        line = None
+        if result.status != "indexed":
+            colour = "red" if result.status == "failed" else "yellow"
+            line = f"[{colour}]{result.status}[/] {result.path}: {result.reason}"
+        return BarUpdate(
+            description=Path(progress.current or "").name,
+            total=progress.total,
+            completed=progress.done,
+            rate=f"{progress.rate_files_per_s:.1f} files/s",
+            eta=format_eta(progress.eta_s),
+            line=line,
+        )
+    if event.stage == "document" and event.status == "progress":
+        return BarUpdate(line=f"[yellow]retrying[/] {event.detail}")
+    return None
+
+
+def follow_job(client: GatewayClient, job_id: str) -> None:
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description:<32.32}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TextColumn("ETA {task.fields[eta]}"),
+    )
+    with Progress(*columns, console=console) as bar:
+        task: TaskID = bar.add_task("scanning", total=None, rate="", eta="–")
+        for event in client.index_events(job_id):
+            update = bar_update(event)
+            if update is None:
+                continue
+            if update.line:
+                bar.console.print(update.line)
+            bar.update(task, description=update.description, total=update.total, completed=update.completed)
+            if update.rate is not None:
+                bar.update(task, rate=update.rate, eta=update.eta)
+
+
+def render_report(report: ScanReport) -> None:
+    console.print(
+        f"scanned {report.scanned}: {report.new} new, {report.changed} changed, "
+        f"{report.unchanged} unchanged, {report.deleted} deleted, {report.skipped} skipped, "
+        f"{report.failed} failed; {report.chunks} chunks in {report.elapsed_s:.1f}s"
+    )
+    for failure in report.failures:
+        console.print(f"[red]failed[/red] {failure.path}: {failure.reason}")
+    for skipped in report.skipped_files[:SKIPPED_SHOWN]:
+        console.print(f"[yellow]skipped[/yellow] {skipped.path}: {skipped.reason}")
+    if report.skipped > SKIPPED_SHOWN:
+        console.print(f"[yellow]… and {report.skipped - SKIPPED_SHOWN} more skipped[/yellow]")
+
+
+def run_index(client: GatewayClient, root: Path) -> ScanReport | None:
+    """Start a scan of ``root``, show its progress, print and return its report."""
+    job_id = client.index(str(root))
+    follow_job(client, job_id)
+    report = client.index_report(job_id)
+    if report is not None:
+        render_report(report)
+    return report
+
+
+@app.command()
+def index(
+    root: Annotated[Path, typer.Argument(exists=True, file_okay=False, resolve_path=True)],
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Keep watching and re-sync after every change (Ctrl-C stops).")
+    ] = False,
+) -> None:
+    """Index (or re-sync) a folder and show its progress; with --watch, keep it in sync."""
+    from services.indexer.watcher import RootWatcher
+
+    settings = get_settings()
+    client = default_client()
+    run_index(client, root)
+    if not watch:
+        return
+    console.print(f"[cyan]watching[/cyan] {root} (Ctrl-C to stop)")
+    watcher = RootWatcher(
+        lambda: [root], lambda changed: run_index(client, changed), debounce_ms=settings.watch_debounce_ms
+    )
+    try:
+        watcher.run()
+    except KeyboardInterrupt:
+        watcher.stop_event.set()
+        console.print("stopped watching")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,66 @@
+"""Routes for watched roots; the gateway mounts this router.
+
+``POST /v1/watch`` registers a folder that the indexer's watcher process keeps in sync,
+``GET /v1/watch`` lists them and ``DELETE /v1/watch`` stops watching one. Folders
+from requests are confined to the configured roots, like every path the API accepts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, status
+from pydantic import BaseModel, Field
+
+from shared.contracts import WatchedRoot
+from shared.events import redis_client
+from shared.index_jobs import PathOutsideRootsError, WatchRegistry, confine_to_roots
+from shared.settings import Settings, get_settings
+
+router = APIRouter(prefix="/v1", tags=["indexing"])
+
+
+class WatchStart(BaseModel):
+    root: str = Field(min_length=1)
+
+
+def watch_registry() -> WatchRegistry:
+    return WatchRegistry(redis_client(get_settings().redis_url))
+
+
+RegistryDep = Annotated[WatchRegistry, Depends(watch_registry)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def confined_folder(raw: str, settings: Settings) -> Path:
+    """The resolved folder, or a 422 that says why it is refused."""
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "root must be an absolute path")
+    try:
+        folder = confine_to_roots(path, settings.roots)
+    except PathOutsideRootsError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
+    if not folder.is_dir():
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{folder} is not a folder")
+    return folder
+
+
+@router.post("/watch", status_code=status.HTTP_201_CREATED, response_model=WatchedRoot)
+async def watch_root(body: WatchStart, registry: RegistryDep, settings: SettingsDep) -> WatchedRoot:
+    folder = confined_folder(body.root, settings)
+    return await asyncio.to_thread(registry.add, folder)
+
+
+@router.get("/watch", response_model=list[WatchedRoot])
+async def watched_roots(registry: RegistryDep) -> list[WatchedRoot]:
+    return await asyncio.to_thread(registry.list)
+
+
+@router.delete("/watch", status_code=status.HTTP_204_NO_CONTENT)
+async def unwatch_root(root: Annotated[str, Query(min_length=1)], registry: RegistryDep) -> None:
+    removed = await asyncio.to_thread(registry.remove, Path(root).expanduser().resolve())
+    if not removed:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"{root} is not watched")

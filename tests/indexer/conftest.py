@@ -1,0 +1,161 @@
+"""Fixtures of the indexer tests: real ONNX embedder, real LanceDB store, a private Redis and Celery worker.
+
+Redis runs as its own ``redis-server`` on a free loopback port (never 6379), and the ``index``
+worker is a real ``celery worker`` subprocess whose HINDSIGHT_* environment points at a temp data dir.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from shared.embedding import OnnxEmbedder
+from shared.settings import Settings
+from shared.stores.lancedb_store import LanceDBStore
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def models_dir() -> Path:
+    """``HINDSIGHT_MODELS_DIR`` or the repository's ``.hindsight/models`` (``hindsight models prepare``)."""
+    path = Path(os.environ.get("HINDSIGHT_MODELS_DIR", REPO / ".hindsight" / "models")).resolve()
+    if not (path / "all-MiniLM-L6-v2" / "model_int8.onnx").exists():
+        pytest.fail(f"no embedder under {path}: run `hindsight models prepare` or set HINDSIGHT_MODELS_DIR")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(condition, timeout_s: float, what: str, interval_s: float = 0.05):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+@pytest.fixture(scope="session")
+def embedder() -> OnnxEmbedder:
+    return OnnxEmbedder(models_dir() / "all-MiniLM-L6-v2", threads=1)
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def settings(tmp_path: Path, docs: Path) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        models_dir=models_dir(),
+        roots=[docs],
+        chunk_tokens=64,
+        chunk_overlap=12,
+        max_file_bytes=2_000_000,
+    )
+
+
+@pytest.fixture
+def store(settings: Settings, embedder: OnnxEmbedder) -> LanceDBStore:
+    return LanceDBStore(settings.store_dir, embedder.dimension)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh ``redis-server`` on a free loopback port, for this test session only."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server not found: apt-get install redis-server")
+    port = free_port()
+    process = subprocess.Popen(
+        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path_factory.mktemp("redis"))],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+
+    def answers() -> bool:
+        try:
+            return bool(client.ping())
+        except redis.ConnectionError:
+            return False
+
+    try:
+        wait_for(answers, 10, "redis-server")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture
+def redis_env(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[redis.Redis]:
+    """Point this process's settings (and cached Redis clients) at the private Redis."""
+    from shared.events import redis_client
+    from shared.settings import get_settings
+
+    monkeypatch.setenv("HINDSIGHT_REDIS_URL", redis_url)
+    get_settings.cache_clear()
+    redis_client.cache_clear()
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    client.flushdb()
+    yield client
+    get_settings.cache_clear()
+    redis_client.cache_clear()
+
+
+def start_index_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    argv = [
+        sys.executable, "-m", "celery", "-A", "services.indexer.tasks", "worker", "-Q", "index",
+        "-n", f"indexer-test-{os.getpid()}-{free_port()}@%h", "--concurrency", "1", "--pool", "solo",
+        "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
+    ]  # fmt: skip
+    return subprocess.Popen(
+        argv, cwd=REPO, env=env, stdout=log_path.open("ab"), stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def worker_env(redis_url: str, data_dir: Path, roots: list[Path], **extra: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("HINDSIGHT_")}
+    env.update(
+        PYTHONPATH=str(REPO),
+        HINDSIGHT_REDIS_URL=redis_url,
+        HINDSIGHT_DATA_DIR=str(data_dir),
+        HINDSIGHT_MODELS_DIR=str(models_dir()),
+        HINDSIGHT_ROOTS=os.pathsep.join(str(r) for r in roots),
+        HINDSIGHT_CHUNK_TOKENS="64",
+        HINDSIGHT_CHUNK_OVERLAP="12",
+        HINDSIGHT_ONNX_THREADS="1",
+        **extra,
+    )
+    return env
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, 15)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            process.wait(5)

@@ -1,0 +1,82 @@
+"""A small local HTTP stand-in of Ollama's ``POST /api/embed`` (the Ollama server cannot run here).
+
+It answers deterministic vectors derived from each input's text, records every request, and can be
+told to fail the next requests with 5xx, to refuse with 404 (model not pulled), to stall past the
+client's timeout, or to keep failing for inputs containing a marker word.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+
+def standin_vector(text: str, dimension: int) -> list[float]:
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    return (np.random.default_rng(seed).standard_normal(dimension) * 3.0).tolist()
+
+
+@dataclass
+class OllamaStandIn:
+    dimension: int = 768
+    fail_next: int = 0
+    refuse: bool = False
+    stall_s: float = 0.0
+    poison_word: str | None = None
+    requests: list[dict[str, object]] = field(default_factory=list)
+    _server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> OllamaStandIn:
+        standin = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                return
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                standin.requests.append(body)
+                status, reply = standin.answer(self.path, body)
+                if standin.stall_s:
+                    time.sleep(standin.stall_s)
+                payload = json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(self, path: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
+        if path != "/api/embed":
+            return 404, {"error": f"no route {path}"}
+        if self.refuse:
+            return 404, {"error": f"model '{body['model']}' not found, try pulling it first"}
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            return 503, {"error": "server busy"}
+        if self.poison_word and any(self.poison_word in str(text) for text in inputs):
+            return 500, {"error": "llama runner process has terminated"}
+        vectors = [standin_vector(str(text), self.dimension) for text in inputs]
+        return 200, {"model": body["model"], "embeddings": vectors}

@@ -1,0 +1,133 @@
+"""Each loader on real files: text plus the positions a citation needs, and a clear reason when it refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from services.indexer.loaders import LoadError, SkippedFileError, load_document
+from shared.contracts import SourceKind
+from tests.indexer.documents import ARTICLE_HTML, write_pdf
+
+LIMIT = 1_000_000
+
+EXPORTED_THREAD = """---
+title: Cross-encoder reranking
+uuid: 8a7b6c5d-4e3f-4a1b-8c9d-0e1f2a3b4c5d
+space: Retrieval
+url: https://www.perplexity.ai/search/cross-encoder-reranking-XyZ
+created: 2026-04-11T18:02:00Z
+updated: 2026-04-11T18:05:00Z
+---
+
+# Cross-encoder reranking
+
+A cross-encoder scores each pair.
+"""
+
+
+def test_markdown_front_matter_becomes_metadata_and_is_not_part_of_the_text(tmp_path: Path) -> None:
+    path = tmp_path / "thread.md"
+    path.write_text(EXPORTED_THREAD)
+    loaded = load_document(path, LIMIT)
+    assert loaded.kind is SourceKind.MARKDOWN
+    assert loaded.title == "Cross-encoder reranking"
+    assert loaded.metadata["space"] == "Retrieval"
+    assert loaded.metadata["url"] == "https://www.perplexity.ai/search/cross-encoder-reranking-XyZ"
+    assert loaded.metadata["updated"].startswith("2026-04-11T18:05:00")
+    assert loaded.text.startswith("\n# Cross-encoder reranking")
+    assert "uuid:" not in loaded.text
+
+
+def test_markdown_without_front_matter_takes_its_title_from_the_first_heading(tmp_path: Path) -> None:
+    path = tmp_path / "note.md"
+    path.write_text("Intro line\n\n# Real title\n\nBody.\n")
+    loaded = load_document(path, LIMIT)
+    assert loaded.title == "Real title"
+    assert loaded.metadata == {}
+
+
+def test_plain_text_is_kept_verbatim(tmp_path: Path) -> None:
+    path = tmp_path / "trip.txt"
+    body = "Day one: Lisbon.\nDay two: Sintra — the palace opens at 9:30.\n"
+    path.write_text(body, encoding="utf-8")
+    loaded = load_document(path, LIMIT)
+    assert (loaded.kind, loaded.text, loaded.title) == (SourceKind.TEXT, body, "trip")
+    assert loaded.page_at(5) is None
+
+
+def test_pdf_text_keeps_a_page_table_so_each_offset_knows_its_page(tmp_path: Path) -> None:
+    path = write_pdf(
+        tmp_path / "paper.pdf",
+        ["Page one talks about sourdough starters.", "Page two is about rye flour.", "Page three: baking."],
+        title="Bread science",
+    )
+    loaded = load_document(path, LIMIT)
+    assert loaded.kind is SourceKind.PDF
+    assert loaded.title == "Bread science"
+    assert loaded.metadata["pages"] == "3"
+    for page, phrase in enumerate(["sourdough starters", "rye flour", "baking"], start=1):
+        offset = loaded.text.index(phrase)
+        assert loaded.page_at(offset) == page
+    ranges = loaded.page_ranges()
+    assert len(ranges) == 3
+    assert "rye flour" in loaded.text[ranges[1][0] : ranges[1][1]]
+
+
+def test_html_keeps_main_content_with_headings_and_code_and_drops_navigation(tmp_path: Path) -> None:
+    path = tmp_path / "article.html"
+    path.write_text(ARTICLE_HTML)
+    loaded = load_document(path, LIMIT)
+    assert loaded.kind is SourceKind.HTML
+    assert loaded.title == "Rerankers in practice"
+    assert "## Batching the pairs" in loaded.text
+    assert "```" in loaded.text and "model.predict(batch)" in loaded.text
+    assert "Shop our merchandise" not in loaded.text
+    assert "newsletter" not in loaded.text
+
+
+def test_encrypted_pdf_is_refused_with_a_clear_reason(tmp_path: Path) -> None:
+    path = write_pdf(tmp_path / "secret.pdf", ["Top secret numbers."], user_password="hunter2")
+    with pytest.raises(LoadError, match="encrypted PDF"):
+        load_document(path, LIMIT)
+
+
+def test_corrupt_pdf_is_refused_with_a_clear_reason(tmp_path: Path) -> None:
+    path = tmp_path / "broken.pdf"
+    path.write_bytes(b"%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >>\ngarbage without xref or trailer")
+    with pytest.raises(LoadError, match="corrupt PDF"):
+        load_document(path, LIMIT)
+
+
+def test_invalid_utf8_is_refused_with_the_offending_byte(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("café au lait".encode("latin-1"))
+    with pytest.raises(LoadError, match=r"not valid UTF-8: byte 0xe9 at offset 3"):
+        load_document(path, LIMIT)
+
+
+def test_binary_renamed_md_is_skipped_not_guessed_at(tmp_path: Path) -> None:
+    path = tmp_path / "image.md"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    with pytest.raises(SkippedFileError, match="binary content"):
+        load_document(path, LIMIT)
+
+
+def test_zero_byte_and_oversized_files_are_skipped_before_reading(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.md"
+    empty.touch()
+    with pytest.raises(SkippedFileError, match="empty file"):
+        load_document(empty, LIMIT)
+    huge = tmp_path / "huge.txt"
+    with huge.open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024)
+    with pytest.raises(SkippedFileError, match=r"52\.4 MB, above the 1\.0 MB limit"):
+        load_document(huge, LIMIT)
+
+
+def test_unknown_extension_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "data.xlsx"
+    path.write_bytes(b"PK\x03\x04")
+    with pytest.raises(SkippedFileError, match=r"unsupported file type \.xlsx"):
+        load_document(path, LIMIT)

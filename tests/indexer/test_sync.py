@@ -1,0 +1,166 @@
+"""Incremental sync against the real LanceDB store and the real ONNX embedder, and every bad input.
+
+Each test indexes a small temporary tree in-process (``sync_root``, the same ``begin_scan`` /
+``index_file`` the Celery tasks run) and then checks what the store holds.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from services.indexer.manifest_diff import document_id_for
+from services.indexer.pipeline import sync_root
+from shared.contracts import IndexRequest, ScanReport
+from shared.embedding import OnnxEmbedder
+from shared.settings import Settings
+from shared.stores.lancedb_store import LanceDBStore
+from tests.indexer.documents import ARTICLE_HTML, write_pdf
+
+
+class CountingEmbedder:
+    """The real embedder, counting how many passages it was asked to embed."""
+
+    def __init__(self, inner: OnnxEmbedder) -> None:
+        self.inner, self.embedded = inner, 0
+        self.name, self.dimension = inner.name, inner.dimension
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        self.embedded += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        return self.inner.token_spans(text)
+
+
+def sync(root: Path, store: LanceDBStore, embedder: object, settings: Settings) -> ScanReport:
+    return sync_root(IndexRequest(job_id="test", root=str(root)), store, embedder, settings)  # type: ignore[arg-type]
+
+
+def long_note(topic: str, paragraphs: int) -> str:
+    body = "\n\n".join(f"Paragraph {i} about {topic} and its practical details." for i in range(paragraphs))
+    return f"# {topic.title()}\n\n{body}\n"
+
+
+def chunk_ordinals(store: LanceDBStore, path: Path) -> list[int]:
+    return [c.ordinal for c in store.document_chunks(document_id_for(str(path)), list(range(200)))]
+
+
+def test_add_change_delete_and_unchanged(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    counting = CountingEmbedder(embedder)
+    (docs / "a.md").write_text(long_note("sourdough", 12))
+    (docs / "b.txt").write_text("Trip to Lisbon in May.\n")
+    (docs / "sub").mkdir()
+    (docs / "sub" / "c.md").write_text(long_note("rye bread", 3))
+    first = sync(docs, store, counting, settings)
+    assert (first.scanned, first.new, first.failed) == (3, 3, 0)
+    assert first.chunks == store.count_chunks() == counting.embedded
+    a_chunks = chunk_ordinals(store, docs / "a.md")
+    assert len(a_chunks) > 2
+
+    counting.embedded = 0
+    again = sync(docs, store, counting, settings)
+    assert (again.unchanged, again.new, again.changed, again.deleted, again.chunks) == (3, 0, 0, 0, 0)
+    assert counting.embedded == 0
+
+    (docs / "a.md").write_text(long_note("sourdough", 2))
+    (docs / "sub" / "c.md").unlink()
+    (docs / "d.md").write_text("# New\n\nA brand new note about focaccia.\n")
+    after = sync(docs, store, counting, settings)
+    assert (after.new, after.changed, after.unchanged, after.deleted) == (1, 1, 1, 1)
+    assert counting.embedded == after.chunks
+    assert chunk_ordinals(store, docs / "a.md") == list(range(len(chunk_ordinals(store, docs / "a.md"))))
+    assert len(chunk_ordinals(store, docs / "a.md")) < len(a_chunks)
+    assert chunk_ordinals(store, docs / "sub" / "c.md") == []
+    manifest = store.manifest(str(docs))
+    assert sorted(Path(uri).name for uri in manifest) == ["a.md", "b.txt", "d.md"]
+    assert sum(entry.chunk_count for entry in manifest.values()) == store.count_chunks()
+    texts = [hit.chunk.text for hit in store.keyword_search("Paragraph 7", 10)]
+    assert not any("Paragraph 7" in t for t in texts), "stale chunks of the longer version remain"
+
+
+def test_chunks_carry_page_heading_path_and_exact_spans(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    write_pdf(docs / "paper.pdf", ["Starters need flour and water. " * 12, "Rye ferments fast. " * 12])
+    (docs / "page.html").write_text(ARTICLE_HTML)
+    report = sync(docs, store, embedder, settings)
+    assert report.failed == 0 and report.new == 2
+    pdf_chunks = store.document_chunks(document_id_for(str(docs / "paper.pdf")), list(range(50)))
+    assert {c.page for c in pdf_chunks} == {1, 2}
+    assert all(("Rye" in c.text) == (c.page == 2) for c in pdf_chunks)
+    html_chunks = store.document_chunks(document_id_for(str(docs / "page.html")), list(range(50)))
+    assert any(c.heading_path[-1:] == ["Batching the pairs"] for c in html_chunks)
+    assert all(c.char_end - c.char_start == len(c.text) for c in html_chunks)
+
+
+def test_every_bad_input_gets_a_reason_and_the_rest_is_indexed(
+    tmp_path: Path, docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    (docs / "good.md").write_text("# Good\n\nThis note is fine and must be indexed.\n")
+    (docs / "corrupt.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf")
+    write_pdf(docs / "encrypted.pdf", ["secret"], user_password="pw")
+    (docs / "empty.md").touch()
+    (docs / "latin1.txt").write_bytes("naïve".encode("latin-1"))
+    with (docs / "huge.txt").open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024)
+    (docs / "binary.md").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" * 50)
+    (docs / "loop-a.md").symlink_to(docs / "loop-b.md")
+    (docs / "loop-b.md").symlink_to(docs / "loop-a.md")
+    (docs / "parent-loop").symlink_to(docs)
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Outside\n\nnot under the configured roots\n")
+    (docs / "escape.md").symlink_to(outside)
+    (docs / "photo.png").write_bytes(b"\x89PNG\r\n")
+
+    report = sync(docs, store, embedder, settings)
+
+    reasons = {Path(r.path).name: r.reason or "" for r in [*report.failures, *report.skipped_files]}
+    assert "corrupt PDF" in reasons["corrupt.pdf"]
+    assert "encrypted PDF" in reasons["encrypted.pdf"]
+    assert "empty file" in reasons["empty.md"]
+    assert "not valid UTF-8" in reasons["latin1.txt"]
+    assert "above the 2.0 MB limit" in reasons["huge.txt"]
+    assert "binary content" in reasons["binary.md"]
+    assert reasons["loop-a.md"] == reasons["loop-b.md"] == "symlink loop"
+    assert "not followed" in reasons["parent-loop"]
+    assert "outside the configured roots" in reasons["escape.md"]
+    assert "unsupported file type .png" in reasons["photo.png"]
+    assert {Path(r.path).name for r in report.failures} == {"corrupt.pdf", "encrypted.pdf", "latin1.txt"}
+    assert report.failed == 3 and report.skipped == len(report.skipped_files) == 8
+    assert report.new == 4, "skipped files are refused at the scan, never queued as new"
+    assert [Path(uri).name for uri in store.manifest(str(docs))] == ["good.md"]
+    assert store.count_chunks() == report.chunks >= 1
+
+
+def test_a_scan_of_a_folder_outside_the_roots_is_refused(
+    tmp_path: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "note.md").write_text("# Private\n\nnot to be indexed\n")
+    report = sync(elsewhere, store, embedder, settings)
+    assert report.failed == 1 and "outside the configured roots" in (report.failures[0].reason or "")
+    assert store.count_chunks() == 0
+
+
+def test_a_file_that_turns_bad_loses_its_old_chunks(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    note = docs / "note.txt"
+    note.write_text("Original readable content about kefir.\n")
+    sync(docs, store, embedder, settings)
+    assert store.count_chunks() == 1
+    note.write_bytes(b"kefir \xff\xfe broken")
+    report = sync(docs, store, embedder, settings)
+    assert report.changed == 1 and report.failed == 1
+    assert store.count_chunks() == 0 and store.manifest(str(docs)) == {}
+    os.remove(note)
+    assert sync(docs, store, embedder, settings).deleted == 0

@@ -1,0 +1,117 @@
+"""The Celery edge end to end: a real ``redis-server``, a real ``celery worker -Q index`` subprocess.
+
+The job's event stream must carry per-file progress (done of total, rate, ETA) and end with the
+report; a file whose embedding keeps failing is retried with backoff, then parked with its reason
+while the rest of the scan completes. That last test embeds through the Ollama embedder against a
+local HTTP stand-in of Ollama's ``/api/embed`` (the Ollama server cannot run here).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+from celery import Celery
+
+from shared.celery_app import TASK_ROUTES
+from shared.contracts import Event, IndexRequest, ScanReport
+from shared.events import EVENT_FIELD, events_key, index_report_key
+from shared.index_jobs import read_progress
+from shared.stores.lancedb_store import LanceDBStore
+from tests.indexer.conftest import start_index_worker, stop, wait_for, worker_env
+from tests.indexer.documents import write_pdf
+from tests.indexer.ollama_standin import OllamaStandIn
+
+pytestmark = pytest.mark.integration
+
+
+def send_scan(redis_url: str, root: Path) -> str:
+    client = Celery("indexer-tests", broker=redis_url, backend=redis_url)
+    client.conf.update(task_serializer="json", accept_content=["json"], task_routes=TASK_ROUTES)
+    job_id = uuid.uuid4().hex
+    client.send_task("index.scan", args=[IndexRequest(job_id=job_id, root=str(root)).to_payload()])
+    return job_id
+
+
+def wait_for_report(client: redis.Redis, job_id: str, timeout_s: float = 90) -> ScanReport:
+    raw = wait_for(lambda: client.get(index_report_key(job_id)), timeout_s, f"report of {job_id}", 0.2)
+    return ScanReport.model_validate_json(raw)
+
+
+def job_events(client: redis.Redis, job_id: str) -> list[Event]:
+    return [Event.model_validate_json(f[EVENT_FIELD]) for _, f in client.xrange(events_key(job_id))]
+
+
+def test_scan_fans_out_reports_progress_and_resyncs_incrementally(
+    tmp_path: Path, docs: Path, redis_url: str
+) -> None:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    for i in range(4):
+        (docs / f"note-{i}.md").write_text(f"# Note {i}\n\nFermentation detail number {i}.\n")
+    write_pdf(docs / "paper.pdf", ["Page one about rye.", "Page two about spelt."])
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4 nonsense")
+    data_dir = tmp_path / "worker-data"
+    worker = start_index_worker(worker_env(redis_url, data_dir, [docs]), tmp_path / "worker.log")
+    try:
+        job_id = send_scan(redis_url, docs)
+        report = wait_for_report(client, job_id)
+        assert (report.scanned, report.new, report.failed) == (6, 6, 1)
+        assert "corrupt PDF" in (report.failures[0].reason or "")
+        events = job_events(client, job_id)
+        documents = [e for e in events if e.stage == "document"]
+        assert len(documents) == 6
+        last = documents[-1].data["progress"]
+        assert (last["done"], last["total"]) == (6, 6) and last["rate_files_per_s"] > 0
+        assert all(e.data["progress"]["eta_s"] is not None for e in documents)
+        assert events[-1].stage == "index" and events[-1].status == "done"
+        progress = read_progress(job_id, client)
+        assert progress is not None and progress.done == progress.total == 6
+
+        (docs / "note-0.md").write_text("# Note 0\n\nRewritten entirely.\n")
+        (docs / "note-1.md").unlink()
+        again = wait_for_report(client, send_scan(redis_url, docs))
+        assert (again.changed, again.deleted, again.unchanged, again.new) == (1, 1, 3, 1)
+    finally:
+        stop(worker)
+    store = LanceDBStore(data_dir / "store", 384)
+    assert sorted(Path(u).name for u in store.manifest(str(docs))) == [
+        "note-0.md", "note-2.md", "note-3.md", "paper.pdf",
+    ]  # fmt: skip
+    assert store.count_chunks() == sum(e.chunk_count for e in store.manifest().values())
+
+
+def test_a_file_that_keeps_failing_is_retried_with_backoff_then_parked(
+    tmp_path: Path, docs: Path, redis_url: str
+) -> None:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    (docs / "fine.md").write_text("# Fine\n\nThis one embeds.\n")
+    (docs / "poison.md").write_text("# Poison\n\nThe stand-in fails on POISON every time.\n")
+    with OllamaStandIn(dimension=32, poison_word="POISON") as standin:
+        env = worker_env(
+            redis_url,
+            tmp_path / "worker-data",
+            [docs],
+            HINDSIGHT_EMBEDDER="ollama",
+            HINDSIGHT_OLLAMA_URL=standin.url,
+            HINDSIGHT_OLLAMA_EMBED_DIMENSION="32",
+            HINDSIGHT_OLLAMA_RETRIES="0",
+            HINDSIGHT_INDEX_MAX_RETRIES="2",
+            HINDSIGHT_INDEX_RETRY_BACKOFF_S="0.2",
+        )
+        worker = start_index_worker(env, tmp_path / "worker.log")
+        try:
+            job_id = send_scan(redis_url, docs)
+            report = wait_for_report(client, job_id)
+        finally:
+            stop(worker)
+    assert report.new == 2 and report.failed == 1 and report.chunks >= 1
+    parked = report.failures[0]
+    assert Path(parked.path).name == "poison.md" and parked.attempts == 3
+    assert (parked.reason or "").startswith("parked after 3 attempts: EmbedderError")
+    poisoned = [r for r in standin.requests if "POISON" in json.dumps(r)]
+    assert len(poisoned) == 3
+    retries = [e for e in job_events(client, job_id) if e.stage == "document" and "retry" in e.detail]
+    assert len(retries) == 2
