@@ -1,15 +1,16 @@
 """Score (question, passage) pairs with an ONNX cross-encoder, reading the raw logit.
 
-Pairs are tokenised in one batch call, sorted by token length and cut into batches, and each run
-is padded only to its own longest pair: on a CPU most of the cost of a fixed 512-token pad is
-spent on padding.
+The micro-batcher hands this class batches of up to 64 pairs; they are tokenised in one batch
+call, and then each pair goes through the session on its own, unpadded. Two measurements on this
+project's CPU decided that over "pad each batch to its longest pair":
 
-A pair's logit must not depend on which other pairs share its batch (the micro-batcher mixes
-questions from different users, and the threshold decides what survives). The fp32 graph is
-row-independent, so a whole batch goes in one run. Dynamic int8 quantisation is not: it picks one
-activation scale per tensor, i.e. per run, and measured on the stand-in a logit moved by up to
-2.6 between scoring a pair alone and inside a batch of 48. So an int8 batch is run one pair per
-session call: exact, unpadded, and on a CPU no slower (see bench/reranker_throughput.py).
+* speed: one pair per run was 1.8x (fp32) and 2.7x (int8) the pairs/s of length-sorted batches
+  of 64 padded to their longest pair (bench/reranker_throughput.py prints the padded figure too);
+  big padded batches spend their time on padding and on activations that no longer fit in cache.
+* exactness: dynamic int8 quantisation picks one activation scale per tensor, i.e. per run, so
+  inside a batch a pair's logit depended on its neighbours (up to 2.6 logits on the stand-in).
+  The micro-batcher mixes different users' questions and the threshold decides what survives,
+  so a logit must be a function of its pair alone. One pair per run makes it so, in both precisions.
 """
 
 from __future__ import annotations
@@ -42,9 +43,7 @@ def model_label(model_dir: Path) -> str:
 class CrossEncoder:
     """One warm ONNX Runtime session; not thread-safe by design (the micro-batcher owns it)."""
 
-    def __init__(
-        self, model_dir: Path, threads: int = 0, batch_size: int = 64, precision: Precision = "int8"
-    ) -> None:
+    def __init__(self, model_dir: Path, threads: int = 0, precision: Precision = "int8") -> None:
         model_path = model_dir / MODEL_FILES[precision]
         if not model_path.exists():
             raise ModelMissingError(
@@ -52,8 +51,6 @@ class CrossEncoder:
                 "(int8 is written only once it ranks pairs like fp32)"
             )
         self.name = f"{model_label(model_dir)} [{precision}]"
-        self.batch_size = batch_size
-        self.rows_per_run = 1 if precision == "int8" else batch_size
         self._session = create_session(model_path, threads)
         self._tokenizer = load_tokenizer(model_dir / TOKENIZER_FILE, MAX_PAIR_TOKENS)
         self._tokenizer.no_padding()
@@ -64,19 +61,15 @@ class CrossEncoder:
         return self.score_pairs([(question, passage) for passage in passages])
 
     def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray:
-        """Raw logits in the order given, computed in length-sorted batches of ``batch_size``."""
-        encodings = self._tokenizer.encode_batch(pairs)
-        order = sorted(range(len(pairs)), key=lambda i: len(encodings[i].ids))
-        logits = np.zeros(len(pairs), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
-            for run_start in range(0, len(batch), self.rows_per_run):
-                run = batch[run_start : run_start + self.rows_per_run]
-                logits[run] = self._run([encodings[i] for i in run])
-        return logits
+        """Raw logits in the order given: one batch tokenisation, one unpadded run per pair."""
+        encodings = self.tokenize(pairs)
+        return np.concatenate([self.run([e]) for e in encodings] or [np.zeros(0, np.float32)])
 
-    def _run(self, encodings: list[Encoding]) -> np.ndarray:
-        """One session call, padded to the longest pair in it."""
+    def tokenize(self, pairs: list[tuple[str, str]]) -> list[Encoding]:
+        return self._tokenizer.encode_batch(pairs)
+
+    def run(self, encodings: list[Encoding]) -> np.ndarray:
+        """One session call over pairs padded to the longest of them (the worker passes one)."""
         width = max(len(e.ids) for e in encodings)
         ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
         mask = np.zeros_like(ids)

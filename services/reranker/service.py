@@ -28,7 +28,6 @@ class Reranker:
             self.encoder = CrossEncoder(
                 settings.reranker_dir,
                 settings.onnx_threads,
-                settings.rerank_batch_size,
                 settings.reranker_precision,
             )
         except ModelMissingError as exc:

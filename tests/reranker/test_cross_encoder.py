@@ -10,6 +10,7 @@ import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
+from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE, CrossEncoder
 from services.reranker.provision import HEAD_FIT_TEXTS, MIN_SPEARMAN, ProvisionReport
 from tests.reranker.conftest import passages
@@ -37,40 +38,43 @@ def direct_logits(model_dir: Path, precision: str, pairs: list[tuple[str, str]])
     return np.array(logits, dtype=np.float32)
 
 
-class RowCounter:
-    """Wraps the real session to record how many pairs each run carried and how wide it was."""
+class RunRecorder:
+    """Wraps the real session to record the shape of every run."""
 
     def __init__(self, session: ort.InferenceSession) -> None:
         self.session = session
-        self.runs: list[tuple[int, int]] = []
+        self.shapes: list[tuple[int, int]] = []
 
     def get_inputs(self):  # type: ignore[no-untyped-def]
         return self.session.get_inputs()
 
     def run(self, names, feed):  # type: ignore[no-untyped-def]
-        self.runs.append(feed["input_ids"].shape)
+        self.shapes.append(feed["input_ids"].shape)
         return self.session.run(names, feed)
 
 
 @pytest.mark.parametrize("count", [1, 63, 64, 65, 200])
 def test_batches_of_64_give_each_pair_its_direct_onnx_logit(standin_dir: Path, count: int) -> None:
     encoder = CrossEncoder(standin_dir, threads=1, precision="fp32")
-    counter = RowCounter(encoder._session)
-    encoder._session = counter  # type: ignore[assignment]
+    recorder = RunRecorder(encoder._session)
+    encoder._session = recorder  # type: ignore[assignment]
+    batch_sizes: list[int] = []
+
+    def score_pairs(pairs: list[tuple[str, str]]) -> np.ndarray:
+        batch_sizes.append(len(pairs))
+        return encoder.score_pairs(pairs)
+
     texts = passages(count)
-    logits = encoder.score(QUESTION, texts)
-    assert [rows for rows, _ in counter.runs] == [
-        min(64, count - 64 * i) for i in range(math.ceil(count / 64))
-    ]
-    widths = [width for _, width in counter.runs]
-    assert widths == sorted(widths), "pairs are sorted by length into batches"
-    assert max(widths) < 512, "padded to the longest pair in the batch, never to 512"
+    logits = MicroBatcher(score_pairs, batch_size=64, max_wait_s=0.01).score(QUESTION, texts)
+    assert batch_sizes == [min(64, count - 64 * i) for i in range(math.ceil(count / 64))]
+    lengths = [len(e.ids) for e in encoder.tokenize([(QUESTION, t) for t in texts])]
+    assert recorder.shapes == [(1, n) for n in lengths], "each pair runs alone, unpadded"
     expected = direct_logits(standin_dir, "fp32", [(QUESTION, t) for t in texts])
-    np.testing.assert_allclose(logits, expected, rtol=0, atol=2e-4)
+    np.testing.assert_array_equal(logits, expected)
 
 
 def test_int8_runs_one_pair_per_call_and_equals_direct_run(unverified_int8_dir: Path) -> None:
-    """Dynamic int8 picks one activation scale per run, so a pair is scored alone: exact and unpadded."""
+    """Dynamic int8 picks one activation scale per run; scored alone, a pair's logit is its own."""
     encoder = CrossEncoder(unverified_int8_dir, threads=1, precision="int8")
     texts = passages(70, seed=3)
     logits = encoder.score(QUESTION, texts)
