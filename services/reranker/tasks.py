@@ -6,6 +6,7 @@ Run it with a thread pool so concurrent questions share the micro-batcher:
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from typing import Any
 
@@ -22,9 +23,17 @@ from shared.tasking import question_stage
 
 
 @lru_cache(maxsize=1)
-def warm_reranker() -> Reranker:
-    """The process's one reranker (one session, one batcher), loaded once and kept."""
+def _reranker_of(pid: int) -> Reranker:
     return Reranker(get_settings())
+
+
+def warm_reranker() -> Reranker:
+    """The process's one reranker (one session, one batcher), loaded once and kept.
+
+    Keyed by pid: a prefork child must build its own, since the batcher thread of a reranker
+    loaded in the parent does not survive the fork.
+    """
+    return _reranker_of(os.getpid())
 
 
 @worker_ready.connect
