@@ -50,7 +50,7 @@ def create_app() -> Celery:
         worker_hijack_root_logger=False,
         result_expires=settings.event_ttl_s,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": 3600},
+        broker_transport_options={"visibility_timeout": settings.broker_visibility_timeout_s},
     )
     return app
 

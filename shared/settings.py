@@ -75,6 +75,16 @@ class Settings(BaseSettings):
     rerank_fallback_k: int = 20
     map_batch_size: int = 10
 
+    # Reranker (issue 5)
+    # int8 is served only once provisioning verified it against fp32; fp32 is exact and slower.
+    reranker_precision: Literal["int8", "fp32"] = "int8"
+    # How long the micro-batcher holds a partial batch for other questions' pairs.
+    rerank_max_wait_ms: float = 10.0
+    # Redis redelivers a message a killed worker had not acknowledged after this many seconds.
+    broker_visibility_timeout_s: int = 3600
+    # Seconds between the reranker's status heartbeats in Redis (read by /healthz).
+    reranker_heartbeat_s: float = 15.0
+
     # Gateway
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8000

@@ -2,8 +2,9 @@
 
 ``hindsight models pull`` fetches ``Xenova/ms-marco-MiniLM-L-6-v2`` where a network exists. Offline
 (tests, CI) ``build_standin`` makes a model of the same architecture from the packaged MiniLM
-weights with an untrained head: its speed is the real model's, its scores mean nothing.
-Either way the int8 file is installed only once its scores rank pairs like the fp32 model's do.
+weights with a fitted head: its speed is the real model's, its scores are not.
+Either way ``model_int8.onnx`` is installed only once its scores rank a fixed set of pairs like
+the fp32 model's do (Spearman >= 0.99); ``model_fp32.onnx`` stays next to it.
 """
 
 from __future__ import annotations
@@ -13,15 +14,40 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+from pydantic import BaseModel
 
-from services.reranker.cross_encoder import MODEL_FILE, TOKENIZER_FILE, CrossEncoder
+from services.reranker.cross_encoder import MODEL_FILES, PROVENANCE_FILE, TOKENIZER_FILE, CrossEncoder
 from shared.model_prep import CALIBRATION_TEXTS, export_encoder_onnx, packaged_minilm_dir
 from shared.onnx_runtime import quantize_int8_per_channel
 
 HUB_REPO = "Xenova/ms-marco-MiniLM-L-6-v2"
-FP32_FILE = "model_fp32.onnx"
 MIN_SPEARMAN = 0.99
-STANDIN_NAME = "stand-in cross-encoder (MiniLM-L6 weights, untrained head)"
+STANDIN_NAME = "stand-in cross-encoder (MiniLM-L6 weights, fitted head; speed is real, scores are not)"
+
+# Question/answer texts the stand-in's head is fitted on; disjoint from the verification set.
+HEAD_FIT_TEXTS = [
+    ("What is the capital of France?", "Paris is the capital and largest city of France."),
+    ("How do vaccines train the immune system?", "Vaccines expose the immune system to a harmless antigen."),
+    ("Why is the sky blue?", "Rayleigh scattering makes short blue wavelengths scatter more in the air."),
+    ("How does a hash map handle collisions?", "Open addressing probes for the next free slot."),
+    ("What causes inflation?", "Prices rise when money supply grows faster than the output of goods."),
+    ("How do I sort a list in Python?", "Call sorted(items) or items.sort() to order a list in Python."),
+    ("When did the Roman Empire fall?", "The Western Roman Empire fell in 476 AD when Odoacer took Rome."),
+    ("How do transformers use attention?", "Self-attention weighs every token against every other token."),
+    ("What is photosynthesis?", "Plants turn light, water and carbon dioxide into glucose and oxygen."),
+    ("How does TCP guarantee delivery?", "TCP numbers each segment and retransmits those not acknowledged."),
+    ("What is a good sourdough hydration?", "Most sourdough breads use between 70 and 80 percent hydration."),
+    ("How are black holes formed?", "A massive star collapses under its own gravity at the end of its life."),
+]
+
+
+class ProvisionReport(BaseModel):
+    """What provisioning installed, and why int8 is (not) served."""
+
+    name: str
+    int8_verified: bool
+    spearman_int8_vs_fp32: float
+    detail: str
 
 
 def calibration_pairs() -> list[tuple[str, str]]:
@@ -35,53 +61,94 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(spearmanr(a, b).statistic)
 
 
-def quantize_and_verify(model_dir: Path, name: str) -> dict[str, float | str]:
-    """Quantise ``model_fp32.onnx`` per channel; refuse the result if it ranks pairs differently."""
-    quantize_int8_per_channel(model_dir / FP32_FILE, model_dir / MODEL_FILE)
+def quantize_and_verify(model_dir: Path, name: str) -> ProvisionReport:
+    """Quantise ``model_fp32.onnx`` per channel; keep the int8 file only if it ranks pairs like fp32.
+
+    Both precisions score the check set exactly as the worker would (same batching), so the
+    figure is the one that matters in production.
+    """
+    int8_path = model_dir / MODEL_FILES["int8"]
+    quantize_int8_per_channel(model_dir / MODEL_FILES["fp32"], int8_path)
     pairs = calibration_pairs()
-    fp32 = CrossEncoder(model_dir, model_file=FP32_FILE).score_pairs(pairs)
-    int8 = CrossEncoder(model_dir).score_pairs(pairs)
+    fp32 = CrossEncoder(model_dir, precision="fp32").score_pairs(pairs)
+    int8 = CrossEncoder(model_dir, precision="int8").score_pairs(pairs)
     rho = spearman(fp32, int8)
-    if rho < MIN_SPEARMAN:
-        (model_dir / MODEL_FILE).unlink()
-        raise RuntimeError(f"int8 cross-encoder ranks unlike fp32 (Spearman {rho:.4f} < {MIN_SPEARMAN})")
-    provenance: dict[str, float | str] = {"name": name, "spearman_int8_vs_fp32": round(rho, 5)}
-    (model_dir / "provenance.json").write_text(json.dumps(provenance, indent=2))
-    return provenance
+    verified = rho >= MIN_SPEARMAN
+    if verified:
+        detail = f"int8 ranks like fp32 (Spearman {rho:.4f} >= {MIN_SPEARMAN}); int8 is served"
+    else:
+        int8_path.unlink()
+        detail = (
+            f"int8 refused: Spearman {rho:.4f} < {MIN_SPEARMAN} against fp32 on the check set; "
+            "the worker passes through unless HINDSIGHT_RERANKER_PRECISION=fp32"
+        )
+    report = ProvisionReport(
+        name=name, int8_verified=verified, spearman_int8_vs_fp32=round(rho, 5), detail=detail
+    )
+    (model_dir / PROVENANCE_FILE).write_text(report.model_dump_json(indent=2))
+    return report
 
 
-def build_standin(model_dir: Path, seed: int = 0) -> dict[str, float | str]:
-    """A same-architecture cross-encoder from the packaged MiniLM weights (scores are meaningless)."""
+def fitted_head(model: object) -> tuple[np.ndarray, float]:
+    """Least-squares head on the pooled features of fixed pairs toward the bi-encoder cosine.
+
+    The target maps cosine [0, 1] to ms-marco-like logits [-10, 10], so the stand-in's scores
+    have a real spread (an untrained head spreads them by ~0.01) and straddle the -5 threshold.
+    """
+    import torch
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(packaged_minilm_dir()))
+    texts = [text for pair in HEAD_FIT_TEXTS for text in pair]
+    pairs = [(question, text) for question, _ in HEAD_FIT_TEXTS for text in texts]
+    bert = model.bert  # type: ignore[attr-defined]
+    with torch.no_grad():
+        single = tokenizer(texts, padding=True, return_tensors="pt")
+        hidden = bert(**single).last_hidden_state
+        weights = single["attention_mask"].unsqueeze(-1).float()
+        sentence = torch.nn.functional.normalize((hidden * weights).sum(1) / weights.sum(1), dim=-1)
+        index = {text: i for i, text in enumerate(texts)}
+        cosine = np.array([float(sentence[index[q]] @ sentence[index[p]]) for q, p in pairs])
+        joint = tokenizer([q for q, _ in pairs], [p for _, p in pairs], padding=True, return_tensors="pt")
+        pooled = bert(**joint).pooler_output.numpy().astype(np.float64)
+    features = np.hstack([pooled, np.ones((len(pairs), 1))])
+    target = 20.0 * cosine - 10.0
+    solution = np.linalg.solve(features.T @ features + np.eye(features.shape[1]), features.T @ target)
+    return solution[:-1], float(solution[-1])
+
+
+def build_standin(model_dir: Path) -> ProvisionReport:
+    """A same-architecture cross-encoder from the packaged MiniLM weights (scores are not ms-marco's)."""
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    torch.manual_seed(seed)
     source = packaged_minilm_dir()
-    model = AutoModelForSequenceClassification.from_pretrained(str(source), num_labels=1)
+    model = AutoModelForSequenceClassification.from_pretrained(str(source), num_labels=1).eval()
+    weight, bias = fitted_head(model)
+    with torch.no_grad():
+        model.classifier.weight.copy_(torch.tensor(weight, dtype=torch.float32)[None])
+        model.classifier.bias.fill_(bias)
     model_dir.mkdir(parents=True, exist_ok=True)
-    export_encoder_onnx(model, model_dir / FP32_FILE)
+    export_encoder_onnx(model, model_dir / MODEL_FILES["fp32"])
     shutil.copy(source / TOKENIZER_FILE, model_dir / TOKENIZER_FILE)
     return quantize_and_verify(model_dir, STANDIN_NAME)
 
 
-def pull(model_dir: Path) -> dict[str, float | str]:
+def pull(model_dir: Path) -> ProvisionReport:
     """Download the trained model from the Hugging Face hub (needs a network), then quantise it."""
     from huggingface_hub import hf_hub_download
 
     model_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copy(hf_hub_download(HUB_REPO, "onnx/model.onnx"), model_dir / FP32_FILE)
+    shutil.copy(hf_hub_download(HUB_REPO, "onnx/model.onnx"), model_dir / MODEL_FILES["fp32"])
     for name in (TOKENIZER_FILE, "config.json"):
         shutil.copy(hf_hub_download(HUB_REPO, name), model_dir / name)
     return quantize_and_verify(model_dir, HUB_REPO)
 
 
-def prepare(model_dir: Path) -> dict[str, float | str] | None:
+def prepare(model_dir: Path) -> ProvisionReport | None:
     """Quantise whatever fp32 model is provisioned in ``model_dir``; ``None`` if there is none."""
-    if not (model_dir / FP32_FILE).exists():
+    if not (model_dir / MODEL_FILES["fp32"]).exists():
         return None
-    name = (
-        json.loads((model_dir / "provenance.json").read_text())["name"]
-        if (model_dir / "provenance.json").exists()
-        else model_dir.name
-    )
+    provenance = model_dir / PROVENANCE_FILE
+    name = json.loads(provenance.read_text())["name"] if provenance.exists() else model_dir.name
     return quantize_and_verify(model_dir, name)

@@ -1,55 +1,56 @@
-"""Celery edge of the reranker: ``rerank.score`` on the dedicated ``rerank`` queue."""
+"""Celery edge of the reranker: ``rerank.score`` on the dedicated ``rerank`` queue.
+
+Run it with a thread pool so concurrent questions share the micro-batcher:
+``celery -A services.reranker.tasks worker -Q rerank --pool threads --concurrency 8``.
+"""
 
 from __future__ import annotations
 
-import logging
+import os
 from functools import lru_cache
+from typing import Any
 
-from services.reranker.cross_encoder import CrossEncoder
-from services.reranker.selection import describe, pass_through, select_candidates
+from celery.signals import worker_ready
+
+from services.reranker.health import start_heartbeat
+from services.reranker.selection import describe
+from services.reranker.service import Reranker
 from shared.celery_app import app
 from shared.contracts import QuestionState
-from shared.embedding import ModelMissingError
-from shared.events import EventStream
+from shared.events import EventStream, redis_client
 from shared.settings import get_settings
 from shared.tasking import question_stage
 
-log = logging.getLogger(__name__)
-
 
 @lru_cache(maxsize=1)
-def warm_cross_encoder() -> CrossEncoder | None:
-    """The process's one session, loaded on first use and kept; ``None`` when no model is provisioned."""
-    settings = get_settings()
-    try:
-        return CrossEncoder(settings.reranker_dir, settings.onnx_threads, settings.rerank_batch_size)
-    except ModelMissingError as exc:
-        log.warning("%s: reranking passes the fused order through", exc)
-        return None
+def _reranker_of(pid: int) -> Reranker:
+    return Reranker(get_settings())
+
+
+def warm_reranker() -> Reranker:
+    """The process's one reranker (one session, one batcher), loaded once and kept.
+
+    Keyed by pid: a prefork child must build its own, since the batcher thread of a reranker
+    loaded in the parent does not survive the fork.
+    """
+    return _reranker_of(os.getpid())
+
+
+@worker_ready.connect
+def _load_and_announce(**_: Any) -> None:
+    """Load the model before the first task and keep announcing the mode for /healthz."""
+    start_heartbeat(redis_client(), warm_reranker().status, get_settings().reranker_heartbeat_s)
 
 
 @question_stage
 def rerank_question(state: QuestionState) -> QuestionState:
-    settings = get_settings()
-    encoder = warm_cross_encoder()
+    reranker = warm_reranker()
     with EventStream(state.question_id).stage("rerank") as stage:
-        if encoder is None:
-            kept, outcome = pass_through(
-                state.candidates, settings.rerank_threshold, settings.rerank_fallback_k
-            )
+        kept, outcome = reranker.rerank(state.question, state.candidates)
+        if outcome.model is None:
             stage.status = "skipped"
-        else:
-            logits = encoder.score(state.question, [c.text for c in state.candidates])
-            kept, outcome = select_candidates(
-                state.candidates,
-                logits,
-                settings.rerank_threshold,
-                settings.rerank_fallback_k,
-                encoder.name,
-            )
         stage.detail = describe(outcome)
         stage.data = outcome.to_payload()
-        log.info(stage.detail)
     state.candidates, state.rerank = kept, outcome
     state.timings_ms["rerank"] = stage.elapsed_ms
     return state

@@ -1,0 +1,60 @@
+"""The reranker as a plain object: a warm cross-encoder behind the micro-batcher, or pass-through."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from services.reranker.batcher import MicroBatcher
+from services.reranker.cross_encoder import CrossEncoder
+from services.reranker.health import RerankerStatus, worker_name
+from services.reranker.selection import describe, pass_through, select_candidates
+from shared.contracts import Candidate, RerankOutcome
+from shared.embedding import ModelMissingError
+from shared.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class Reranker:
+    """One per worker process: loads the session once and keeps it warm."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.threshold = settings.rerank_threshold
+        self.fallback_k = settings.rerank_fallback_k
+        self.encoder: CrossEncoder | None = None
+        self.batcher: MicroBatcher | None = None
+        try:
+            self.encoder = CrossEncoder(
+                settings.reranker_dir,
+                settings.onnx_threads,
+                settings.reranker_precision,
+            )
+        except ModelMissingError as exc:
+            self.missing_reason = str(exc)
+            log.warning("%s: reranking passes the fused order through", exc)
+            return
+        self.batcher = MicroBatcher(
+            self.encoder.score_pairs, settings.rerank_batch_size, settings.rerank_max_wait_ms / 1000
+        )
+
+    @property
+    def status(self) -> RerankerStatus:
+        if self.encoder is None:
+            return RerankerStatus(
+                worker=worker_name(), mode="pass-through", model=None, detail=self.missing_reason
+            )
+        return RerankerStatus(worker=worker_name(), mode="scoring", model=self.encoder.name, detail="warm")
+
+    def rerank(self, question: str, candidates: list[Candidate]) -> tuple[list[Candidate], RerankOutcome]:
+        """Score every candidate against the question and keep what the threshold (or fallback) allows."""
+        started = time.perf_counter()
+        if self.batcher is None or self.encoder is None:
+            kept, outcome = pass_through(candidates, self.threshold, self.fallback_k)
+        else:
+            logits = self.batcher.score(question, [c.text for c in candidates])
+            kept, outcome = select_candidates(
+                candidates, logits, self.threshold, self.fallback_k, self.encoder.name
+            )
+        log.info("%s (%.0f ms)", describe(outcome), (time.perf_counter() - started) * 1000)
+        return kept, outcome

@@ -1,0 +1,95 @@
+"""Shared fixtures: the stand-in cross-encoder (built once, ~30 s) and a private redis-server."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE
+from services.reranker.provision import HEAD_FIT_TEXTS, ProvisionReport, build_standin
+from shared.contracts import Candidate, Chunk, SourceKind
+from shared.onnx_runtime import quantize_int8_per_channel
+
+
+@pytest.fixture(scope="session")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ProvisionReport]:
+    """The offline stand-in, provisioned exactly as ``hindsight models prepare --standin-reranker``."""
+    model_dir = tmp_path_factory.mktemp("reranker") / "standin"
+    return model_dir, build_standin(model_dir)
+
+
+@pytest.fixture(scope="session")
+def standin_dir(standin: tuple[Path, ProvisionReport]) -> Path:
+    return standin[0]
+
+
+@pytest.fixture(scope="session")
+def unverified_int8_dir(standin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stand-in's int8 file WITHOUT the ranking check, to test int8 execution mechanics only."""
+    model_dir = tmp_path_factory.mktemp("reranker") / "int8-unverified"
+    model_dir.mkdir()
+    shutil.copy(standin_dir / TOKENIZER_FILE, model_dir / TOKENIZER_FILE)
+    quantize_int8_per_channel(standin_dir / MODEL_FILES["fp32"], model_dir / MODEL_FILES["int8"])
+    return model_dir
+
+
+def passages(count: int, seed: int = 0) -> list[str]:
+    """Deterministic passages of varied length (one to twelve sentences)."""
+    rng = random.Random(seed)
+    sentences = [text for pair in HEAD_FIT_TEXTS for text in pair]
+    return [" ".join(rng.choices(sentences, k=rng.randint(1, 12))) for _ in range(count)]
+
+
+def candidates(texts: list[str]) -> list[Candidate]:
+    return [
+        Candidate(
+            chunk=Chunk(
+                id=f"c{i}",
+                document_id="d",
+                ordinal=i,
+                text=text,
+                char_start=0,
+                char_end=len(text),
+                title="notes",
+                source_uri="notes.md",
+                kind=SourceKind.MARKDOWN,
+            ),
+            fused_score=1.0 / (i + 1),
+        )
+        for i, text in enumerate(texts)
+    ]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A real redis-server on a free port, stopped after the test."""
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    yield url
+    server.terminate()
+    server.wait(timeout=10)

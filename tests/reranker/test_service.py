@@ -1,0 +1,107 @@
+"""Threshold, fallback, micro-batching and pass-through of the reranker, on the real stand-in model."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from services.reranker.batcher import MicroBatcher
+from services.reranker.cross_encoder import CrossEncoder
+from services.reranker.provision import HEAD_FIT_TEXTS
+from services.reranker.selection import describe
+from services.reranker.service import Reranker
+from shared.settings import Settings
+from tests.reranker.conftest import candidates, passages
+
+SENTENCES = [text for pair in HEAD_FIT_TEXTS for text in pair]
+QUESTIONS = [question for question, _ in HEAD_FIT_TEXTS]
+
+
+def settings_for(model_dir: Path, **overrides: object) -> Settings:
+    return Settings(reranker_model_dir=model_dir, reranker_precision="fp32", onnx_threads=1, **overrides)
+
+
+def test_keeps_logits_at_or_above_threshold_by_descending_logit(standin_dir: Path) -> None:
+    reranker = Reranker(settings_for(standin_dir))
+    pool = candidates(SENTENCES)
+    kept, outcome = reranker.rerank("How does TCP guarantee delivery?", pool)
+    logits = reranker.encoder.score("How does TCP guarantee delivery?", SENTENCES)  # type: ignore[union-attr]
+    passing = sorted((i for i in range(len(pool)) if logits[i] >= -5.0), key=lambda i: -logits[i])
+    assert passing and len(passing) < len(pool), "the stand-in's logits straddle -5.0 here"
+    assert [c.chunk.id for c in kept] == [pool[i].chunk.id for i in passing]
+    assert [c.rerank_score for c in kept] == [float(logits[i]) for i in passing]
+    assert not outcome.used_fallback
+    assert describe(outcome) == f"Reranked {len(pool)} -> {len(passing)} (threshold -5.0, fallback to top-20)"
+
+
+def test_falls_back_to_fused_top_20_when_nothing_passes(standin_dir: Path) -> None:
+    reranker = Reranker(settings_for(standin_dir, rerank_threshold=50.0))
+    pool = candidates(passages(35))
+    kept, outcome = reranker.rerank("What is photosynthesis?", pool)
+    assert [c.chunk.id for c in kept] == [c.chunk.id for c in pool[:20]]
+    assert all(c.rerank_score is not None for c in kept)
+    assert outcome.used_fallback and (outcome.received, outcome.kept) == (35, 20)
+    assert describe(outcome).startswith("Reranked 35 -> 20 (threshold 50.0, fallback to top-20)")
+
+
+def test_passes_fused_order_through_without_a_model(tmp_path: Path) -> None:
+    reranker = Reranker(settings_for(tmp_path / "nothing-here"))
+    pool = candidates(passages(35))
+    kept, outcome = reranker.rerank("What is photosynthesis?", pool)
+    assert kept == pool
+    assert outcome.model is None and outcome.kept == 35
+    assert reranker.status.mode == "pass-through"
+    assert "hindsight models pull" in reranker.status.detail
+    assert describe(outcome) == "Reranker has no model: passing 35 candidates through in fused order"
+
+
+def test_refused_int8_means_pass_through_not_an_unverified_model(standin_dir: Path) -> None:
+    """With the default precision the worker serves int8 only if provisioning verified it."""
+    reranker = Reranker(Settings(reranker_model_dir=standin_dir, onnx_threads=1))
+    assert (reranker.encoder is None) == (not (standin_dir / "model_int8.onnx").exists())
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_micro_batched_scores_equal_each_question_scored_alone(
+    standin_dir: Path, unverified_int8_dir: Path, precision: str
+) -> None:
+    model_dir = standin_dir if precision == "fp32" else unverified_int8_dir
+    encoder = CrossEncoder(model_dir, threads=1, precision=precision)  # type: ignore[arg-type]
+    sizes = [35, 60, 7, 35, 1]
+    work = [(QUESTIONS[i], passages(n, seed=i)) for i, n in enumerate(sizes)]
+    alone = [encoder.score(question, texts) for question, texts in work]
+    batcher = MicroBatcher(encoder.score_pairs, batch_size=64, max_wait_s=0.5)
+    results: dict[int, np.ndarray] = {}
+    start = threading.Barrier(len(work))
+
+    def ask(slot: int) -> None:
+        start.wait()
+        results[slot] = batcher.score(*work[slot])
+
+    threads = [threading.Thread(target=ask, args=(slot,)) for slot in range(len(work))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert batcher.batches_scored == 3, "138 pairs from five questions share ceil(138 / 64) batches"
+    for slot, expected in enumerate(alone):
+        np.testing.assert_array_equal(results[slot], expected)
+
+
+def test_a_failing_batch_fails_its_questions_and_the_batcher_survives() -> None:
+    calls: list[int] = []
+
+    def score_pairs(pairs: list[tuple[str, str]]) -> np.ndarray:
+        calls.append(len(pairs))
+        if len(calls) == 1:
+            raise RuntimeError("session exploded")
+        return np.arange(len(pairs), dtype=np.float32)
+
+    batcher = MicroBatcher(score_pairs, batch_size=4, max_wait_s=0.0)
+    with pytest.raises(RuntimeError, match="session exploded"):
+        batcher.score("q", ["a", "b", "c", "d", "e", "f"])
+    np.testing.assert_array_equal(batcher.score("q", ["a", "b"]), [0.0, 1.0])
+    np.testing.assert_array_equal(batcher.score("q", []), [])

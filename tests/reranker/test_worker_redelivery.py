@@ -1,0 +1,101 @@
+"""A real ``rerank`` Celery worker (thread pool) on a real redis-server, killed mid-batch.
+
+No scoring slow-down hook: 200 long pairs on the fp32 stand-in with one thread take seconds, so
+the SIGKILL lands while the batch is being scored (the stream shows ``started`` and no ``done``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from services.reranker.health import STATUS_KEY_PREFIX
+from shared.contracts import QuestionState
+from shared.events import events_key
+from tests.reranker.conftest import candidates, passages
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+def start_worker(env: dict[str, str], name: str, log: Path) -> subprocess.Popen[bytes]:
+    argv = [
+        sys.executable, "-m", "celery", "-A", "services.reranker.tasks", "worker", "-Q", "rerank",
+        "--pool", "threads", "--concurrency", "2", "-n", f"{name}@%h",
+        "--without-gossip", "--without-mingle", "--loglevel", "INFO",
+    ]  # fmt: skip
+    return subprocess.Popen(argv, cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+
+
+def rerank_events(client: redis.Redis, question_id: str) -> list[dict[str, object]]:
+    entries = client.xrange(events_key(question_id))
+    events = [json.loads(fields[b"event"]) for _, fields in entries]
+    return [e for e in events if e["stage"] == "rerank"]
+
+
+def wait_for(predicate, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_worker_killed_mid_batch_task_is_redelivered_and_completes(
+    standin_dir: Path, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "HINDSIGHT_REDIS_URL": redis_url,
+        "HINDSIGHT_RERANKER_MODEL_DIR": str(standin_dir),
+        "HINDSIGHT_RERANKER_PRECISION": "fp32",
+        "HINDSIGHT_ONNX_THREADS": "1",
+        "HINDSIGHT_BROKER_VISIBILITY_TIMEOUT_S": "3",
+    }
+    for key in ("HINDSIGHT_REDIS_URL", "HINDSIGHT_BROKER_VISIBILITY_TIMEOUT_S"):
+        monkeypatch.setenv(key, env[key])
+    from shared.celery_app import create_app
+    from shared.settings import get_settings
+
+    get_settings.cache_clear()
+    client_app = create_app()
+    client = redis.Redis.from_url(redis_url)
+    state = QuestionState(question_id="q-kill", question="How does TCP guarantee delivery?")
+    state.candidates = candidates(passages(200, seed=7))
+
+    first = start_worker(env, "rerank-a", tmp_path / "a.log")
+    try:
+        wait_for(lambda: client.keys(f"{STATUS_KEY_PREFIX}*"), 120, "the worker's status heartbeat")
+        status = json.loads(client.get(client.keys(f"{STATUS_KEY_PREFIX}*")[0]))
+        assert status["mode"] == "scoring" and "stand-in" in status["model"]
+        result = client_app.send_task("rerank.score", args=[state.to_payload()])
+        wait_for(lambda: rerank_events(client, "q-kill"), 60, "the rerank stage to start")
+        time.sleep(0.5)
+        assert [e["status"] for e in rerank_events(client, "q-kill")] == ["started"], "killed mid-batch"
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    second = start_worker(env, "rerank-b", tmp_path / "b.log")
+    try:
+        payload = result.get(timeout=240)
+    finally:
+        second.terminate()
+        second.wait(timeout=30)
+    done = QuestionState.model_validate(payload)
+    assert done.rerank is not None and done.rerank.received == 200
+    assert done.rerank.model is not None and "stand-in" in done.rerank.model
+    statuses = [e["status"] for e in rerank_events(client, "q-kill")]
+    assert statuses == ["started", "started", "done"], "a second worker ran the redelivered task"
+    assert "Reranked 200 ->" in (tmp_path / "b.log").read_text()
+    get_settings.cache_clear()
