@@ -68,7 +68,8 @@ COPY services/reranker ./services/reranker
 RUN pip install ".[reranker]"
 COPY --from=reranker-model /models /models
 USER hindsight
-CMD ["celery", "-A", "services.reranker.tasks", "worker", "-Q", "rerank", "-n", "reranker@%h", "--concurrency", "1"]
+# Threads share the one warm ONNX session; its micro-batcher merges concurrent questions' pairs.
+CMD ["celery", "-A", "services.reranker.tasks", "worker", "-Q", "rerank", "-n", "reranker@%h", "--pool", "threads", "--concurrency", "8"]
 
 FROM base AS synthesizer
 COPY services/synthesizer ./services/synthesizer

@@ -28,12 +28,14 @@ class ProcessSpec:
     argv: list[str]
 
 
-def celery_worker(name: str, module: str, queues: str, concurrency: int = 1) -> ProcessSpec:
+def celery_worker(
+    name: str, module: str, queues: str, concurrency: int = 1, pool: str = "prefork"
+) -> ProcessSpec:
     return ProcessSpec(
         name,
         [
             sys.executable, "-m", "celery", "-A", module, "worker",
-            "-Q", queues, "-n", f"{name}@%h", "--concurrency", str(concurrency),
+            "-Q", queues, "-n", f"{name}@%h", "--concurrency", str(concurrency), "--pool", pool,
             "--loglevel", "INFO", "--without-gossip", "--without-mingle",
         ],
     )  # fmt: skip
@@ -43,7 +45,8 @@ def worker_specs() -> list[ProcessSpec]:
     return [
         celery_worker("indexer", "services.indexer.tasks", "index"),
         celery_worker("retriever", "services.retriever.tasks", "retrieve"),
-        celery_worker("reranker", "services.reranker.tasks", "rerank"),
+        # Threads share one warm ONNX session whose micro-batcher merges concurrent questions' pairs.
+        celery_worker("reranker", "services.reranker.tasks", "rerank", concurrency=4, pool="threads"),
         celery_worker("mapper", "services.synthesizer.tasks", "map", concurrency=2),
         celery_worker("reducer", "services.synthesizer.tasks", "reduce"),
         ProcessSpec("watcher", [sys.executable, "-m", "services.indexer.watcher"]),

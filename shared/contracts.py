@@ -215,6 +215,15 @@ class RerankOutcome(Contract):
     model: str | None
 
 
+class RerankerStatus(Contract):
+    """What one reranker worker does with the questions it receives, for ``/healthz``."""
+
+    worker: str
+    mode: Literal["scoring", "pass-through"]
+    model: str | None
+    detail: str
+
+
 class QuestionState(Contract):
     """The payload that travels down the question chain; each stage fills in its part."""
 

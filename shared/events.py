@@ -35,6 +35,14 @@ def index_report_key(job_id: str) -> str:
     return f"hindsight:index:{job_id}"
 
 
+RERANKER_STATUS_PREFIX = "hindsight:reranker:"
+
+
+def reranker_status_key(worker: str) -> str:
+    """Where a reranker worker publishes its :class:`RerankerStatus` (with a heartbeat TTL)."""
+    return f"{RERANKER_STATUS_PREFIX}{worker}"
+
+
 @lru_cache(maxsize=4)
 def redis_client(url: str | None = None) -> redis.Redis:
     return redis.Redis.from_url(url or get_settings().redis_url, decode_responses=True)

@@ -27,6 +27,8 @@ from services.gateway.schemas import Health
 from services.gateway.streaming import SSE_BLOCK_MS
 from shared.celery_app import QUEUES
 from shared.celery_app import app as celery_app
+from shared.contracts import RerankerStatus
+from shared.events import RERANKER_STATUS_PREFIX
 from shared.settings import Settings, get_settings
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -85,9 +87,17 @@ def open_router() -> APIRouter:
             redis_ok = False
         queues = await asyncio.to_thread(live_workers_per_queue) if redis_ok else {}
         ok = redis_ok and all(queues.get(q, 0) for q in QUEUES if q != "scrape")
-        return Health(redis=redis_ok, queues=queues, status="ok" if ok else "degraded")
+        rerankers = await reranker_statuses(client) if redis_ok else []
+        return Health(redis=redis_ok, queues=queues, rerankers=rerankers, status="ok" if ok else "degraded")
 
     return router
+
+
+async def reranker_statuses(client: aioredis.Redis) -> list[RerankerStatus]:
+    """Each live reranker worker's mode: scoring with a model, or passing the fused order through."""
+    keys = [key async for key in client.scan_iter(match=f"{RERANKER_STATUS_PREFIX}*")]
+    values = await client.mget(keys) if keys else []
+    return [RerankerStatus.model_validate_json(v) for v in values if v]
 
 
 def live_workers_per_queue(timeout_s: float = 1.0) -> dict[str, int]:

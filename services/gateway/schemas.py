@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from shared.contracts import Answer, IndexProgress, QuestionOptions, ScanReport
+from shared.contracts import Answer, IndexProgress, QuestionOptions, RerankerStatus, ScanReport
 
 
 class QuestionRequest(BaseModel):
@@ -49,6 +49,7 @@ class IndexStatus(BaseModel):
 class Health(BaseModel):
     redis: bool
     queues: dict[str, int]
+    rerankers: list[RerankerStatus] = []
     status: Literal["ok", "degraded"]
 
 

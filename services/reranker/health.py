@@ -10,25 +10,11 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from typing import Literal
 
 import redis
-from pydantic import BaseModel
 
-STATUS_KEY_PREFIX = "hindsight:reranker:"
-
-
-class RerankerStatus(BaseModel):
-    """What one reranker worker is doing with the questions it receives."""
-
-    worker: str
-    mode: Literal["scoring", "pass-through"]
-    model: str | None
-    detail: str
-
-
-def status_key(worker: str) -> str:
-    return f"{STATUS_KEY_PREFIX}{worker}"
+from shared.contracts import RerankerStatus
+from shared.events import reranker_status_key as status_key
 
 
 def publish(client: redis.Redis, status: RerankerStatus, ttl_s: float) -> None:
