@@ -3,7 +3,8 @@
 The judge is the LLM when one is configured (the first ``max_llm_claims`` sentences, to bound the
 cost), with a lexical floor a too-agreeable small model cannot override; otherwise the sentence must
 share most of its content words with the cited passage. One bounded self-correction pass lets the
-LLM restate a failed sentence from its evidence; what still fails is removed.
+LLM restate each failed sentence it judged from its evidence (at most ``max_llm_claims`` rewrites);
+what still fails is removed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from shared.interfaces import LLM, LLMError
 SUPPORT_THRESHOLD = 0.5
 LLM_LEXICAL_FLOOR = 0.25
 EVIDENCE_CONTEXT_CHARS = 200
-MAX_CORRECTIONS = 3
 
 
 @dataclass(frozen=True)
@@ -76,15 +76,14 @@ class Verifier:
         return clean_sentence(reply.text) or None
 
     def check(self, claims: list[Claim]) -> list[CheckedClaim]:
-        checked, corrections = [], 0
+        checked = []
         for position, claim in enumerate(claims):
             use_llm = position < self.max_llm_claims
             supported, score, method = self.judge(claim.text, claim, use_llm)
             if supported:
                 checked.append(CheckedClaim(claim, True, score, method, "kept"))
                 continue
-            if self.self_correct and corrections < MAX_CORRECTIONS and (text := self.rewrite(claim)):
-                corrections += 1
+            if use_llm and self.self_correct and (text := self.rewrite(claim)):
                 fixed = Claim(text, claim.facts)
                 supported, score, method = self.judge(text, fixed, use_llm)
                 if supported:
