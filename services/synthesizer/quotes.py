@@ -43,8 +43,13 @@ def locate_quote(passage: str, quote: str) -> Span | None:
     if span is None or span.end - span.start >= MIN_QUOTE_CHARS:
         return span
     for sentence in sentences(passage):
-        if sentence.start <= span.start and span.end <= sentence.start + len(sentence.text):
-            return Span(sentence.start, sentence.start + len(sentence.text), f"{span.how}+sentence")
+        end = sentence.start + len(sentence.text)
+        if (
+            sentence.start <= span.start
+            and span.end <= end
+            and (sentence.start, end) != (span.start, span.end)
+        ):
+            return Span(sentence.start, end, f"{span.how}+sentence")
     return span
 
 
