@@ -167,7 +167,8 @@ class LlamaCppLLM(ChatBackend):
                 stream=True,
             )
             for chunk in stream:
-                parts.append(chunk["choices"][0]["delta"].get("content") or "")  # type: ignore[index]
+                delta: Any = chunk["choices"][0]["delta"]  # type: ignore[index]
+                parts.append(delta.get("content") or "")
                 if time.monotonic() > deadline:
                     raise LLMError(f"{self.name} timed out after {self.timeout_s:.0f} s")
         except ValueError as exc:

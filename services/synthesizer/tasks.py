@@ -60,11 +60,15 @@ def map_batch(payload: dict[str, Any]) -> dict[str, Any]:
     batch = MapBatch.model_validate(payload)
     settings = get_settings()
     start = time.perf_counter()
-    llm = get_llm()
-    if llm is None:
-        result = extract_facts(batch)
-    else:
-        result = llm_extract_facts(batch, llm, settings.map_passage_chars, settings.map_max_facts)
+    try:
+        llm = get_llm()
+        if llm is None:
+            result = extract_facts(batch)
+        else:
+            result = llm_extract_facts(batch, llm, settings.map_passage_chars, settings.map_max_facts)
+    except Exception as exc:
+        fail_question(batch.question_id, f"map batch {batch.batch_index} failed: {type(exc).__name__}: {exc}")
+        raise
     EventStream(batch.question_id).emit(
         "map",
         "progress",

@@ -41,7 +41,7 @@ class OllamaStandIn:
                 stand_in.requests.append({"path": self.path, **body})
                 time.sleep(stand_in.delay_s)
                 if stand_in.status != 200:
-                    payload = {"error": "model 'missing' not found"}
+                    payload: dict[str, Any] = {"error": "model 'missing' not found"}
                 else:
                     payload = {
                         "model": body["model"],

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from shared.contracts import Answer, Chunk
 from shared.llms import bundled_gguf_path
-from tests.synthesizer.conftest import SynthesizerCluster, synthesizer_workers
+from tests.synthesizer.cluster import SynthesizerCluster, synthesizer_workers
 from tests.synthesizer.corpus import all_chunks, question_state
 
 pytestmark = pytest.mark.integration
@@ -45,7 +46,7 @@ def assert_citations_resolve(answer: Answer, chunks: list[Chunk]) -> None:
         assert citation.document_id == chunk.document_id and citation.title == chunk.title
 
 
-def map_events(cluster: SynthesizerCluster, question_id: str) -> list[dict[str, object]]:
+def map_events(cluster: SynthesizerCluster, question_id: str) -> list[dict[str, Any]]:
     return [e.data for e in cluster.events(question_id) if e.stage == "map" and e.status == "progress"]
 
 
