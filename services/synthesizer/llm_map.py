@@ -43,9 +43,15 @@ def fact_from_draft(
         quote_start=candidate.text_start + span.start,
         source_title=candidate.chunk.title,
         relevance=relevance(question, f"{candidate.chunk.title} {draft.fact} {quote}"),
-        dates=draft.dates,
-        code=draft.code,
+        dates=grounded(draft.dates, text),
+        code=grounded(draft.code, text),
     )
+
+
+def grounded(items: list[str], passage: str) -> list[str]:
+    """The dates or code snippets that the passage really contains; small models invent the rest."""
+    lowered = passage.lower()
+    return [item for item in dict.fromkeys(i.strip() for i in items) if item and item.lower() in lowered]
 
 
 def llm_extract_facts(batch: MapBatch, llm: LLM, max_chars: int, max_facts: int) -> MapResult:

@@ -21,6 +21,11 @@ from pydantic import (
 )
 
 FIRST_NUMBER = re.compile(r"\d+")
+# Limits the schema advertises, so constrained decoding stays inside the token budget; validation
+# does not enforce them, since a backend that ignores the schema may still give a useful entry.
+MAX_TEXT_CHARS = 240
+MAX_DETAILS = 3
+MAX_ENTRIES = 8
 
 
 def keep_valid(items: list[Any], model: type[BaseModel]) -> tuple[list[Any], int]:
@@ -74,10 +79,10 @@ class SkippingReply(BaseModel):
 
 class FactDraft(BaseModel):
     passage: int
-    fact: str = Field(min_length=1)
-    quote: str = Field(min_length=1)
-    dates: list[str] = Field(default_factory=list)
-    code: list[str] = Field(default_factory=list)
+    quote: str = Field(min_length=1, json_schema_extra={"maxLength": MAX_TEXT_CHARS})
+    fact: str = Field(min_length=1, json_schema_extra={"maxLength": MAX_TEXT_CHARS})
+    dates: list[str] = Field(default_factory=list, json_schema_extra={"maxItems": MAX_DETAILS})
+    code: list[str] = Field(default_factory=list, json_schema_extra={"maxItems": MAX_DETAILS})
 
     @field_validator("passage", mode="before")
     @classmethod
@@ -93,12 +98,12 @@ class FactDraft(BaseModel):
 class MapReply(SkippingReply):
     entries_field = "facts"
     entry_model = FactDraft
-    facts: list[FactDraft] = Field(default_factory=list)
+    facts: list[FactDraft] = Field(json_schema_extra={"maxItems": MAX_ENTRIES})
 
 
 class NarratorSentence(BaseModel):
     text: str = Field(min_length=1)
-    citations: list[int] = Field(default_factory=list)
+    citations: list[int] = Field(default_factory=list, json_schema_extra={"maxItems": MAX_DETAILS})
 
     @field_validator("citations", mode="before")
     @classmethod
@@ -109,7 +114,9 @@ class NarratorSentence(BaseModel):
 class NarratorReply(SkippingReply):
     entries_field = "sentences"
     entry_model = NarratorSentence
-    sentences: list[NarratorSentence] = Field(default_factory=list)
+    sentences: list[NarratorSentence] = Field(
+        default_factory=list, json_schema_extra={"maxItems": MAX_ENTRIES}
+    )
 
 
 class Judgement(BaseModel):

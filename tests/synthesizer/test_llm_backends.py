@@ -125,3 +125,18 @@ def test_custom_backend_is_built_from_the_factory_setting_and_needs_one() -> Non
         create_llm(Settings(llm="custom"))
     with pytest.raises(LLMError, match="module:callable"):
         create_llm(Settings(llm="custom", llm_factory="no_colon_here"))
+
+
+class Entry(BaseModel):
+    name: str
+
+
+class Entries(BaseModel):
+    entries: list[Entry]
+
+
+def test_a_reply_cut_off_by_the_token_limit_keeps_its_finished_entries() -> None:
+    raw = '{"entries": [{"name": "a \\" } ]"}, {"name": "b"}, {"name": "c is cut o'
+    assert parse_json_reply(raw, Entries) == Entries(entries=[Entry(name='a " } ]'), Entry(name="b")])
+    with pytest.raises(LLMError):
+        parse_json_reply('{"entries": [{"name": "nothing finished', Entries)

@@ -72,7 +72,7 @@ def test_map_skips_and_counts_malformed_or_unlocatable_entries_and_keeps_one_fac
     reply = (
         '{"facts": ['
         f'{{"passage": "P{trip}", "fact": "Three hours twenty.", "quote": "takes about three hours", '
-        '"dates": "autumn 2026"},'
+        '"dates": ["October", "1999-01-01"], "code": "Gotthard"},'
         f'{{"passage": {trip}, "fact": "Book early.", "quote": "Book the panorama car early"}},'
         '{"passage": 1, "quote": 5},'
         '{"passage": 99, "fact": "x", "quote": "y"},'
@@ -89,6 +89,7 @@ def test_map_skips_and_counts_malformed_or_unlocatable_entries_and_keeps_one_fac
     offset = found.quote_start - candidate.text_start
     assert candidate.text[offset : offset + len(found.quote)] == found.quote
     assert found.chunk_id == candidate.chunk.id
+    assert found.dates == ["October"] and found.code == ["Gotthard"]
 
 
 def test_a_batch_whose_reply_is_unusable_falls_back_to_its_best_raw_snippet() -> None:
