@@ -42,8 +42,9 @@ def extract_json_object(raw: str) -> str:
 def close_truncated_json(text: str) -> str | None:
     """A reply cut off by the token limit, ended after its last complete value and closed.
 
-    ``{"facts": [{...}, {...}, {"pass`` becomes ``{"facts": [{...}, {...}]}``: the entries that
-    were finished survive. ``None`` when nothing complete precedes the cut.
+    ``{"facts": [{...}, {"quote": "q", "dates": ["20`` becomes ``{"facts": [{...}, {"quote": "q"}]}``:
+    what was finished survives, and validation decides whether it is enough. ``None`` when nothing
+    complete precedes the cut.
     """
     stack: list[str] = []
     in_string = escaped = False
@@ -61,6 +62,8 @@ def close_truncated_json(text: str) -> str | None:
             in_string = True
         elif char in CLOSERS:
             stack.append(CLOSERS[char])
+        elif char == "," and stack:
+            last_complete = (index, "".join(reversed(stack)))
         elif char in "}]" and stack:
             stack.pop()
             if stack:

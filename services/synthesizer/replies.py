@@ -8,7 +8,7 @@ so one bad fact never costs the whole batch.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import (
     BaseModel,
@@ -26,6 +26,7 @@ FIRST_NUMBER = re.compile(r"\d+")
 MAX_TEXT_CHARS = 240
 MAX_DETAILS = 3
 MAX_ENTRIES = 8
+Detail = Annotated[str, Field(json_schema_extra={"maxLength": 80})]
 
 
 def keep_valid(items: list[Any], model: type[BaseModel]) -> tuple[list[Any], int]:
@@ -81,8 +82,8 @@ class FactDraft(BaseModel):
     passage: int
     quote: str = Field(min_length=1, json_schema_extra={"maxLength": MAX_TEXT_CHARS})
     fact: str = Field(min_length=1, json_schema_extra={"maxLength": MAX_TEXT_CHARS})
-    dates: list[str] = Field(default_factory=list, json_schema_extra={"maxItems": MAX_DETAILS})
-    code: list[str] = Field(default_factory=list, json_schema_extra={"maxItems": MAX_DETAILS})
+    dates: list[Detail] = Field(default_factory=list, json_schema_extra={"maxItems": MAX_DETAILS})
+    code: list[Detail] = Field(default_factory=list, json_schema_extra={"maxItems": MAX_DETAILS})
 
     @field_validator("passage", mode="before")
     @classmethod
