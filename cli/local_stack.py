@@ -13,12 +13,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
 import redis
 
+from shared.onnx_runtime import available_cores
 from shared.settings import Settings
 
 
@@ -26,6 +27,7 @@ from shared.settings import Settings
 class ProcessSpec:
     name: str
     argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def celery_worker(
@@ -41,13 +43,20 @@ def celery_worker(
     )  # fmt: skip
 
 
+def mapper_spec(concurrency: int) -> ProcessSpec:
+    """Map workers split the cores between them: llama.cpp slows tenfold when threads oversubscribe."""
+    spec = celery_worker("mapper", "services.synthesizer.tasks", "map", concurrency=concurrency)
+    threads = os.environ.get("HINDSIGHT_LLM_THREADS") or str(max(1, available_cores() // concurrency))
+    return ProcessSpec(spec.name, spec.argv, {"HINDSIGHT_LLM_THREADS": threads})
+
+
 def worker_specs() -> list[ProcessSpec]:
     return [
         celery_worker("indexer", "services.indexer.tasks", "index"),
         celery_worker("retriever", "services.retriever.tasks", "retrieve"),
         # Threads share one warm ONNX session whose micro-batcher merges concurrent questions' pairs.
         celery_worker("reranker", "services.reranker.tasks", "rerank", concurrency=4, pool="threads"),
-        celery_worker("mapper", "services.synthesizer.tasks", "map", concurrency=2),
+        mapper_spec(concurrency=2),
         celery_worker("reducer", "services.synthesizer.tasks", "reduce"),
         ProcessSpec("watcher", [sys.executable, "-m", "services.indexer.watcher"]),
     ]
@@ -117,7 +126,7 @@ class LocalStack:
             return self.running()[spec.name]
         log = (self.run_dir / f"{spec.name}.log").open("ab")
         process = subprocess.Popen(
-            spec.argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            spec.argv, stdout=log, stderr=subprocess.STDOUT, env={**env, **spec.env}, start_new_session=True
         )
         self.pidfile(spec.name).write_text(str(process.pid))
         return process.pid

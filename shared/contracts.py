@@ -163,6 +163,7 @@ class Verdict(Contract):
     supported: bool
     score: float
     method: Literal["lexical", "llm"]
+    action: Literal["kept", "corrected", "removed"] = "kept"
 
 
 class SourcePreview(Contract):

@@ -28,7 +28,7 @@ class Settings(BaseSettings):
     # Backends
     store: Literal["lancedb", "weaviate"] = "lancedb"
     embedder: Literal["onnx", "ollama"] = "onnx"
-    llm: Literal["none", "llama-cpp", "ollama"] = "none"
+    llm: Literal["none", "llama-cpp", "ollama", "custom"] = "none"
     weaviate_url: str = "http://127.0.0.1:8080"
     weaviate_grpc_port: int = 50051
     weaviate_collection: str = "HindsightChunk"
@@ -84,6 +84,22 @@ class Settings(BaseSettings):
     broker_visibility_timeout_s: int = 3600
     # Seconds between the reranker's status heartbeats in Redis (read by /healthz).
     reranker_heartbeat_s: float = 15.0
+
+    # Synthesizer (issue 6)
+    # llm=custom builds the chat model from "module:callable" (called with the settings): the seam a
+    # scripted test model uses to reach real worker processes.
+    llm_factory: str | None = None
+    llm_context_tokens: int = 4096
+    llm_seed: int = 0
+    # ggml's extra CPU buffers (AMX, repacked weights) segfault where AMX is advertised but not granted.
+    llm_extra_buffers: bool = False
+    map_passage_chars: int = 1200
+    map_max_facts: int = 6
+    narrator_max_facts: int = 8
+    narrator_token_budget: int = 1200
+    compress_max_calls: int = 3
+    verify_max_claims: int = 8
+    self_correct: bool = True
 
     # Gateway
     gateway_host: str = "127.0.0.1"

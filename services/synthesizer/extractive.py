@@ -23,15 +23,25 @@ def best_sentence_fact(question_words: set[str], candidate: Candidate) -> Fact |
     return best
 
 
-def extract_facts(batch: MapBatch) -> MapResult:
-    """At most one fact per source title: the best-matching sentence among that source's passages."""
-    question_words = content_words(batch.question)
+def one_per_title(facts: list[Fact]) -> list[Fact]:
+    """The most relevant fact of each source title, in first-seen order."""
     by_title: dict[str, Fact] = {}
-    for candidate in batch.candidates:
-        fact = best_sentence_fact(question_words, candidate)
-        if fact is None:
-            continue
+    for fact in facts:
         current = by_title.get(fact.source_title)
         if current is None or fact.relevance > current.relevance:
             by_title[fact.source_title] = fact
-    return MapResult(batch_index=batch.batch_index, facts=list(by_title.values()))
+    return list(by_title.values())
+
+
+def best_snippet(question: str, candidates: list[Candidate]) -> Fact | None:
+    """The single best-matching sentence of a batch: what a batch the LLM got nothing from falls back to."""
+    question_words = content_words(question)
+    facts = [f for c in candidates if (f := best_sentence_fact(question_words, c)) is not None]
+    return max(facts, key=lambda f: f.relevance, default=None)
+
+
+def extract_facts(batch: MapBatch) -> MapResult:
+    """At most one fact per source title: the best-matching sentence among that source's passages."""
+    question_words = content_words(batch.question)
+    facts = [f for c in batch.candidates if (f := best_sentence_fact(question_words, c)) is not None]
+    return MapResult(batch_index=batch.batch_index, facts=one_per_title(facts))

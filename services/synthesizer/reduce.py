@@ -1,18 +1,51 @@
-"""Reduce: turn the mapped facts into a cited answer, then check every cited sentence."""
+"""Reduce: mapped facts → filter → one per source → fit the budget → narrate → verify → cite.
+
+Citations are numbered in order of first appearance among the sentences that survived verification,
+so every ``[n]`` in the answer resolves to exactly one citation and no citation goes unused.
+"""
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 
 from services.synthesizer.citations import cite
-from services.synthesizer.selection import best_per_source, relevance_gate
-from services.synthesizer.text_support import support
-from shared.contracts import Answer, Candidate, Citation, MapResult, QuestionState, SourcePreview, Verdict
+from services.synthesizer.narrator import Claim, narrate_extractively, narrate_with_llm, render
+from services.synthesizer.selection import best_per_source, compress, relevance_gate
+from services.synthesizer.verify import CheckedClaim, Verifier
+from shared.contracts import (
+    Answer,
+    Candidate,
+    Citation,
+    Fact,
+    MapResult,
+    QuestionState,
+    SourcePreview,
+    Verdict,
+)
+from shared.interfaces import LLM, LLMError
 
-MAX_CITED_FACTS = 6
-SUPPORT_THRESHOLD = 0.5
 PREVIEW_CHARS = 160
-MARKER = re.compile(r"\s*\[(\d+)\]")
+NO_ANSWER = "No passage in the indexed sources answers this question."
+
+
+@dataclass(frozen=True)
+class ReduceLimits:
+    max_facts: int = 8
+    token_budget: int = 1200
+    compress_calls: int = 3
+    max_llm_claims: int = 8
+    self_correct: bool = True
+
+
+@dataclass(frozen=True)
+class ReduceReport:
+    """What the reduce did besides the answer, for the stage's event."""
+
+    skipped_entries: int
+    fallback_batches: int
+    dropped_sentences: int
+    removed_claims: int
+    corrected_claims: int
 
 
 def sources_explored(candidates: list[Candidate]) -> list[SourcePreview]:
@@ -27,45 +60,75 @@ def sources_explored(candidates: list[Candidate]) -> list[SourcePreview]:
     return list(seen.values())
 
 
-def verify_lexically(markdown: str, citations: list[Citation]) -> list[Verdict]:
-    """Each line with markers is checked against the quotes it cites."""
-    quotes = {c.number: c.quote for c in citations}
-    verdicts = []
-    for line in markdown.splitlines():
-        numbers = [int(n) for n in MARKER.findall(line)]
-        if not numbers:
-            continue
-        sentence = MARKER.sub("", line).strip()
-        score = max(support(sentence, quotes.get(n, "")) for n in numbers)
-        verdicts.append(
-            Verdict(
-                sentence=sentence,
-                citations=numbers,
-                supported=score >= SUPPORT_THRESHOLD,
-                score=round(score, 3),
-                method="lexical",
-            )
-        )
-    return verdicts
-
-
-def extractive_answer(state: QuestionState, results: list[MapResult]) -> Answer:
-    """The best-supported sentences, one per source, each followed by its citation marker."""
+def select_facts(state: QuestionState, results: list[MapResult], limits: ReduceLimits) -> list[Fact]:
     by_chunk = {c.chunk.id: c for c in state.candidates}
     facts = [fact for result in results for fact in result.facts if fact.chunk_id in by_chunk]
     document_of = {chunk_id: c.chunk.document_id for chunk_id, c in by_chunk.items()}
-    chosen = best_per_source(relevance_gate(facts), document_of)[:MAX_CITED_FACTS]
-    citations = [cite(n, fact, by_chunk[fact.chunk_id]) for n, fact in enumerate(chosen, start=1)]
-    if citations:
-        markdown = "\n".join(f"- {c.quote} [{c.number}]" for c in citations)
-    else:
-        markdown = "No passage in the indexed sources answers this question."
-    return Answer(
+    return best_per_source(relevance_gate(facts), document_of)[: limits.max_facts]
+
+
+def narrate(question: str, facts: list[Fact], llm: LLM | None) -> tuple[list[Claim], int, bool]:
+    """Claims, sentences dropped, and whether the LLM wrote them (else the facts speak for themselves)."""
+    if llm is not None and facts:
+        try:
+            claims, dropped = narrate_with_llm(question, facts, llm)
+            return claims, dropped, True
+        except LLMError:
+            return narrate_extractively(facts), 1, False
+    return narrate_extractively(facts), 0, False
+
+
+def number_citations(
+    kept: list[CheckedClaim], facts: list[Fact], by_chunk: dict[str, Candidate]
+) -> tuple[dict[int, int], list[Citation]]:
+    """Fact index → citation number, by first appearance, and the citations themselves."""
+    numbers: dict[int, int] = {}
+    for checked in kept:
+        for index in checked.claim.facts:
+            numbers.setdefault(index, len(numbers) + 1)
+    citations = [cite(n, facts[i], by_chunk[facts[i].chunk_id]) for i, n in numbers.items()]
+    return numbers, citations
+
+
+def verdict(checked: CheckedClaim, numbers: dict[int, int]) -> Verdict:
+    return Verdict(
+        sentence=checked.claim.text,
+        citations=[numbers[i] for i in checked.claim.facts if i in numbers],
+        supported=checked.supported,
+        score=round(checked.score, 3),
+        method=checked.method,
+        action=checked.action,
+    )
+
+
+def synthesize_answer(
+    state: QuestionState, results: list[MapResult], llm: LLM | None, limits: ReduceLimits
+) -> tuple[Answer, ReduceReport]:
+    by_chunk = {c.chunk.id: c for c in state.candidates}
+    facts = compress(select_facts(state, results, limits), limits.token_budget, llm, limits.compress_calls)
+    claims, dropped, by_llm = narrate(state.question, facts, llm)
+    verifier = Verifier(facts, by_chunk, llm, limits.max_llm_claims, limits.self_correct)
+    checked = verifier.check(claims)
+    if by_llm and not any(c.supported for c in checked):
+        lexical = Verifier(facts, by_chunk, None, max_llm_claims=0, self_correct=False)
+        checked += lexical.check(narrate_extractively(facts))
+        by_llm = False
+    kept = [c for c in checked if c.supported]
+    numbers, citations = number_citations(kept, facts, by_chunk)
+    answer = Answer(
         question_id=state.question_id,
         question=state.question,
-        markdown=markdown,
+        markdown=render([c.claim for c in kept], numbers) if kept else NO_ANSWER,
         citations=citations,
-        verdicts=verify_lexically(markdown, citations),
+        verdicts=[verdict(c, numbers) for c in checked],
         sources_explored=sources_explored(state.candidates),
-        mode="extractive",
+        mode="llm" if by_llm else "extractive",
     )
+    report = ReduceReport(
+        skipped_entries=sum(r.skipped_entries for r in results),
+        fallback_batches=sum(r.fell_back for r in results),
+        dropped_sentences=dropped,
+        removed_claims=sum(c.action == "removed" for c in checked),
+        corrected_claims=sum(c.action == "corrected" for c in checked),
+    )
+    return answer, report

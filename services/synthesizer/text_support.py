@@ -57,6 +57,8 @@ STOP_WORDS = frozenset(
     ]
 )
 MIN_SENTENCE_CHARS = 20
+SOURCE_MARKER = re.compile(r"\s*\[\d+\]")
+CHARS_PER_TOKEN = 4
 
 
 @dataclass(frozen=True)
@@ -84,3 +86,18 @@ def support(claim: str, evidence: str) -> float:
     """Share of the claim's content words that the evidence contains (1.0 = all of them)."""
     words = content_words(claim)
     return len(words & content_words(evidence)) / len(words) if words else 0.0
+
+
+def relevance(question: str, text: str) -> float:
+    """Share of the question's content words that ``text`` mentions: a cheap, model-free relevance."""
+    return support(question, text)
+
+
+def strip_source_markers(text: str) -> str:
+    """Drop the ``[n]`` references a source carries (Perplexity answers cite their own web sources),
+    so they are never mistaken for the answer's citation markers."""
+    return SOURCE_MARKER.sub("", text).strip()
+
+
+def estimate_tokens(text: str) -> int:
+    return len(text) // CHARS_PER_TOKEN + 1
