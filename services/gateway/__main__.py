@@ -9,7 +9,11 @@ from __future__ import annotations
 import uvicorn
 
 from services.gateway.app import create_app
-from services.gateway.auth import OpenGatewayRefusedError, refuse_open_on_network
+from services.gateway.auth import (
+    OpenGatewayRefusedError,
+    refuse_open_on_network,
+    refuse_unconfined_on_network,
+)
 from shared.logging import configure_logging
 from shared.settings import get_settings
 
@@ -19,6 +23,7 @@ def main() -> None:
     configure_logging("gateway")
     try:
         refuse_open_on_network(settings, settings.gateway_host)
+        refuse_unconfined_on_network(settings, settings.gateway_host)
     except OpenGatewayRefusedError as exc:
         raise SystemExit(str(exc)) from exc
     uvicorn.run(

@@ -40,6 +40,15 @@ def refuse_open_on_network(settings: Settings, bind_host: str) -> None:
         )
 
 
+def refuse_unconfined_on_network(settings: Settings, bind_host: str) -> None:
+    """A gateway others can reach must confine the folders requests may name to configured roots."""
+    if not settings.roots and not is_loopback(bind_host):
+        raise OpenGatewayRefusedError(
+            f"refusing to serve on {bind_host} without HINDSIGHT_ROOTS: index requests could name any "
+            "folder this machine can read. Set HINDSIGHT_ROOTS to the folders Hindsight may index."
+        )
+
+
 def presented_key(request: Request) -> str | None:
     key = request.headers.get("x-api-key")
     if key:

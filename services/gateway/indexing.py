@@ -18,7 +18,7 @@ from services.gateway.workflow import start_index
 from shared.celery_app import app as celery_app
 from shared.contracts import IndexRequest, ScanReport
 from shared.events import events_key, index_report_key
-from shared.index_jobs import read_progress
+from shared.index_jobs import PathOutsideRootsError, confine_to_roots, read_progress
 
 router = APIRouter(prefix="/v1/index", tags=["index"])
 
@@ -28,6 +28,10 @@ async def index(body: IndexStart, request: Request, client: RedisDep, settings: 
     root = Path(body.root).expanduser()
     if not root.is_absolute():
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "root must be an absolute path")
+    try:
+        root = confine_to_roots(root, settings.roots)
+    except PathOutsideRootsError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from exc
     await enforce_backpressure(request, client, INDEX_QUEUES, settings)
     job_id = uuid.uuid4().hex
     await track(client, "i", job_id)

@@ -125,6 +125,39 @@ def test_open_gateway_on_a_network_address_refuses_to_start(redis_url: str, tmp_
     assert "refusing to serve without API keys on 0.0.0.0" in (tmp_path / "gateway.log").read_text()
 
 
+def test_gateway_on_a_network_address_without_configured_roots_refuses_to_start(
+    redis_url: str, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    env = hindsight_env(tmp_path, redis_url, free_port())
+    env["HINDSIGHT_GATEWAY_HOST"] = "0.0.0.0"
+    process = start_gateway(env, tmp_path / "gateway.log")
+    assert process.wait(30) != 0
+    assert "refusing to serve on 0.0.0.0 without HINDSIGHT_ROOTS" in (tmp_path / "gateway.log").read_text()
+
+
+def test_index_requests_outside_the_configured_roots_get_422_with_the_reason(
+    redis_url: str, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    port = free_port()
+    env = hindsight_env(
+        tmp_path, redis_url, port, HINDSIGHT_GATEWAY_AUTH="open", HINDSIGHT_ROOTS=str(allowed)
+    )
+    process = start_gateway(env, tmp_path / "gateway.log")
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: httpx.get(f"{url}/metrics").status_code == 200, 30, "the gateway")
+        for escape in ("/etc", f"{allowed}/../../etc"):
+            response = httpx.post(f"{url}/v1/index", json={"root": escape})
+            assert response.status_code == 422
+            assert "outside the configured roots" in response.json()["detail"]
+        assert httpx.post(f"{url}/v1/index", json={"root": str(allowed)}).status_code == 202
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
 def test_open_gateway_on_loopback_serves_without_a_key(redis_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
     port = free_port()
     env = hindsight_env(tmp_path, redis_url, port, HINDSIGHT_GATEWAY_AUTH="open")

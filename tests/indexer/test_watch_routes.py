@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from services.gateway.watch_routes import router
 from shared.contracts import IndexFileResult
-from shared.index_jobs import ProgressTracker, WatchRegistry
+from shared.index_jobs import ProgressTracker, WatchRegistry, read_progress
 from shared.settings import get_settings
 
 
@@ -45,13 +45,15 @@ def test_folders_outside_the_roots_relative_or_missing_are_refused(api: TestClie
     assert api.get("/v1/watch").json() == []
 
 
-def test_progress_reports_files_done_rate_and_eta(api: TestClient, redis_env: redis.Redis) -> None:
-    assert api.get("/v1/index/job-1/progress").status_code == 404
+def test_progress_reports_files_done_rate_and_eta(redis_env: redis.Redis) -> None:
+    """What ``GET /v1/index/{job}`` returns while a job runs."""
+    assert read_progress("job-1", redis_env) is None
     tracker = ProgressTracker("job-1", redis_env)
     tracker.start(total=4)
     tracker.record(IndexFileResult(path="/d/a.md", status="indexed", chunks=3))
     tracker.record(IndexFileResult(path="/d/b.pdf", status="failed", reason="corrupt PDF"))
-    body = api.get("/v1/index/job-1/progress").json()
-    assert (body["total"], body["done"], body["failed"], body["chunks"]) == (4, 2, 1, 3)
-    assert body["current"] == "/d/b.pdf"
-    assert body["rate_files_per_s"] > 0 and body["eta_s"] is not None and body["eta_s"] >= 0
+    progress = read_progress("job-1", redis_env)
+    assert progress is not None
+    assert (progress.total, progress.done, progress.failed, progress.chunks) == (4, 2, 1, 3)
+    assert progress.current == "/d/b.pdf"
+    assert progress.rate_files_per_s > 0 and progress.eta_s is not None and progress.eta_s >= 0
