@@ -38,7 +38,7 @@ STOP_WORD_TEXT = """
     making need needs know possible something thing things
 """
 STOP_WORDS = frozenset(STOP_WORD_TEXT.split())
-RARE_IDF = 2.0
+RARE_IDF = 1.5
 
 
 def pattern_keywords(question: str) -> list[str]:
