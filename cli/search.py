@@ -1,4 +1,8 @@
-"""``hindsight search QUERY``: ranked passages from your sources, no synthesis, through the gateway."""
+"""``hindsight search QUERY``: ranked passages from your sources, no synthesis, through the gateway.
+
+``app`` holds the one ``search`` command. Mount it as a top-level command (``main_app.command("search")
+(search)``): typer turns an added sub-app into a group, which would make it ``hindsight search search``.
+"""
 
 from __future__ import annotations
 
@@ -59,7 +63,7 @@ def render(result: SearchResponse) -> None:
         console.print(f"[yellow]note[/yellow]: {note}")
 
 
-@app.callback(invoke_without_command=True)
+@app.command(name="search")
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     mode: Annotated[SearchMode, typer.Option(help="auto, semantic, exact or hybrid.")] = SearchMode.AUTO,
