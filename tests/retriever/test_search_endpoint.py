@@ -13,8 +13,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from celery import Celery
+from redis import Redis
 
 from cli.local_stack import redis_server_binary
+from shared.contracts import QuestionState
+from shared.events import decode_entry, events_key
 
 from .conftest import index_corpus, models_dir
 
@@ -50,7 +54,7 @@ def stop(process: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def gateway_url(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[str]:
+def stack(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[dict[str, str]]:
     base = tmp_path_factory.mktemp("search-endpoint")
     index_corpus(base / "notes", base / "data" / "store", embedder)
     redis_port, http_port = free_port(), free_port()
@@ -100,10 +104,15 @@ def gateway_url(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[
         url = env["HINDSIGHT_GATEWAY_URL"]
         wait_for(lambda: httpx.get(f"{url}/docs", timeout=2).status_code == 200, 60, "the gateway")
         wait_for(lambda: "ready" in (logs / "worker.log").read_text(), 120, "the retriever worker")
-        yield url
+        yield env
     finally:
         for process in reversed(started):
             stop(process)
+
+
+@pytest.fixture(scope="module")
+def gateway_url(stack: dict[str, str]) -> str:
+    return stack["HINDSIGHT_GATEWAY_URL"]
 
 
 def test_search_endpoint_runs_each_mode_through_the_retriever_worker(gateway_url: str) -> None:
@@ -143,3 +152,28 @@ def test_cli_search_prints_ranked_passages_with_how_they_were_found(gateway_url:
     assert completed.returncode == 0, completed.stderr
     assert "Sourdough bread" in completed.stdout
     assert "dense:0 #1" in completed.stdout
+
+
+def test_question_plan_and_search_tasks_report_legs_and_hyde_in_the_events(stack: dict[str, str]) -> None:
+    url = stack["HINDSIGHT_REDIS_URL"]
+    client = Celery("test", broker=url, backend=url)
+    state = QuestionState(
+        question_id="q-search-1", question="Why do CPU-bound threads not use several cores?"
+    )
+    planned = client.send_task("retrieve.plan", args=[state.to_payload()], queue="retrieve").get(timeout=60)
+    searched = client.send_task("retrieve.search", args=[planned], queue="retrieve").get(timeout=60)
+    result = QuestionState.model_validate(searched)
+    assert result.plan is not None and result.plan.planner == "rules"
+    assert result.candidates[0].chunk.source_uri.endswith("gil.md")
+    events = [
+        decode_entry(fields)
+        for _, fields in Redis.from_url(url, decode_responses=True).xrange(events_key(state.question_id))
+    ]
+    search_done = next(e for e in events if e.stage == "search" and e.status == "done")
+    assert search_done.data["hyde"]["ran"] is False  # no LLM: HyDE is either not needed or impossible
+    assert (
+        "no HyDE passage" in search_done.data["hyde"]["reason"]
+        or "strong" in search_done.data["hyde"]["reason"]
+    )
+    assert {"dense:0", "bm25"} <= set(search_done.data["legs"])
+    assert "HyDE skipped" in search_done.detail
