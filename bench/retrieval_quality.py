@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import lancedb
 from pydantic import ValidationError
@@ -185,10 +186,11 @@ class LlamaHydeLLM:
     def generate_json(
         self, messages: list[ChatMessage], schema: type[ModelT], max_tokens: int = 512
     ) -> ModelT:
-        key = hashlib.sha256(json.dumps([m.model_dump() for m in messages]).encode()).hexdigest()
+        chat: Any = [m.model_dump() for m in messages]
+        key = hashlib.sha256(json.dumps(chat).encode()).hexdigest()
         if key not in self._cache:
-            reply = self._model.create_chat_completion(
-                messages=[m.model_dump() for m in messages],
+            reply: Any = self._model.create_chat_completion(
+                messages=chat,
                 response_format={"type": "json_object", "schema": schema.model_json_schema()},
                 max_tokens=min(max_tokens, 96),
                 temperature=0.0,
