@@ -65,8 +65,8 @@ class Settings(BaseSettings):
     fusion_alpha: float = Field(default=0.75, ge=0.0, le=1.0)
     rrf_weight_dense: float = 1.0
     rrf_weight_hyde: float = 1.0
-    rrf_weight_bm25: float = 0.5
-    rrf_weight_exact: float = 0.5
+    rrf_weight_bm25: float = 0.35  # equal weights fuse below dense alone (shared/eval/README.md)
+    rrf_weight_exact: float = 0.1
     planner_timeout_s: float = 20.0
     planner_max_tokens: int = 320
     exact_max_keywords: int = 6

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, ValidationError
 
-from services.retriever.keywords import content_words, hard_keywords, unique
+from services.retriever.keywords import hard_keywords, unique
 from shared.contracts import Plan, Strategy
 from shared.interfaces import LLM, ChatMessage, LLMError
 
@@ -60,20 +60,16 @@ class PlanOutcome:
 
 
 def rule_based_plan(question: str, idf: Callable[[str], float] | None = None, max_keywords: int = 6) -> Plan:
-    """Deterministic plan: the question, its content words as a second view, keywords, no HyDE.
+    """Deterministic plan: the question as the one variation, hard keywords, no HyDE.
 
-    The content-word variation gives dense search a second angle free of question phrasing
-    ("how do I ..."), which an LLM paraphrase would otherwise provide.
+    Rules cannot paraphrase: a bag of the question's content words as a second dense query was
+    measured to rank worse than the question and to drag the fusion down with it, so there is none.
     """
     question = question.strip()
     strategy = Strategy.EXHAUSTIVE if EXHAUSTIVE_CUES.search(question) else Strategy.PRECISE
-    variations = [question]
-    words = content_words(question)
-    if len(words) >= 2 and " ".join(words) != question.lower():
-        variations.append(" ".join(words))
     return Plan(
         strategy=strategy,
-        variations=variations,
+        variations=[question],
         hard_keywords=hard_keywords(question, idf, max_keywords),
         planner="rules",
     )
