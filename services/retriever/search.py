@@ -164,18 +164,8 @@ class Retriever:
             report.notes.append("exact leg skipped (no hard keywords)")
         else:
             futures["exact"] = pool.submit(
-                self.exact_or_note, plan.hard_keywords, config.pool, filters, report
+                exact_or_note, self.exact, plan.hard_keywords, config.pool, filters, report
             )
-
-    def exact_or_note(
-        self, keywords: list[str], limit: int, filters: SearchFilters, report: SearchReport
-    ) -> list[Hit]:
-        assert self.exact is not None
-        try:
-            return self.exact.search(keywords, limit, filters)
-        except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
-            report.notes.append(f"exact leg failed: {type(exc).__name__}: {exc}")
-            return []
 
     def submit_hyde(
         self,
@@ -213,3 +203,14 @@ class Retriever:
         except Exception as exc:  # any backend failure: search without HyDE
             report.notes.append(f"HyDE passage failed: {type(exc).__name__}: {exc}")
             return None
+
+
+def exact_or_note(
+    searcher: ExactSearcher, keywords: list[str], limit: int, filters: SearchFilters, report: SearchReport
+) -> list[Hit]:
+    """The exact leg's hits; a failure of ripgrep becomes a note and an empty leg."""
+    try:
+        return searcher.search(keywords, limit, filters)
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
+        report.notes.append(f"exact leg failed: {type(exc).__name__}: {exc}")
+        return []

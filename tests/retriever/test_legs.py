@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from services.retriever.exact import ExactSearcher, body_offset, find_rg
-from shared.contracts import SearchFilters, SourceKind
+from services.retriever.search import RetrievalConfig, Retriever
+from shared.contracts import HydeMode, Plan, SearchFilters, SourceKind
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +87,14 @@ def test_filters_apply_inside_every_leg(corpus, exact) -> None:
     assert corpus.store.keyword_search("sourdough", 10, in_2024) == []
     assert exact.search(["sourdough"], 10, in_2024) == []
     assert exact.search(["TaskGroup"], 10, in_2024)
+
+
+def test_a_failing_exact_leg_is_reported_and_the_other_legs_still_answer(corpus, tmp_path) -> None:
+    broken = ExactSearcher(corpus.store, tmp_path / "no-such-rg")
+    plan = Plan(variations=["PYTHONMALLOC debug allocator"], hard_keywords=["PYTHONMALLOC"])
+    candidates, report = Retriever(corpus.store, corpus.embedder, broken).search(
+        plan, RetrievalConfig(pool=10, keep=5, hyde_mode=HydeMode.OFF)
+    )
+    assert any(note.startswith("exact leg failed") for note in report.notes)
+    assert report.legs["exact"] == 0 and report.legs["dense:0"] > 0
+    assert candidates[0].chunk.source_uri.endswith("gil.md")
