@@ -207,6 +207,37 @@ class QuestionOptions(Contract):
     k_adjacent: int = Field(default=0, ge=0, le=3)
 
 
+class SearchMode(StrEnum):
+    """Search without synthesis: by meaning, verbatim, both, or chosen from the query's shape."""
+
+    AUTO = "auto"
+    SEMANTIC = "semantic"
+    EXACT = "exact"
+    HYBRID = "hybrid"
+
+
+class SearchRequest(Contract):
+    """``POST /v1/search`` and the ``retrieve.query`` task: ranked passages, no answer."""
+
+    query: str = Field(min_length=1, max_length=2000)
+    mode: SearchMode = SearchMode.AUTO
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    limit: int = Field(default=20, ge=1, le=100)
+    k_adjacent: int = Field(default=0, ge=0, le=3)
+
+
+class SearchResponse(Contract):
+    """The ranked candidates, the mode that actually ran, and what each leg contributed."""
+
+    query: str
+    mode: SearchMode
+    resolved_mode: SearchMode
+    candidates: list[Candidate] = Field(default_factory=list)
+    legs: dict[str, int] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+    elapsed_ms: float = 0.0
+
+
 class RerankOutcome(Contract):
     received: int
     kept: int

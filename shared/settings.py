@@ -69,6 +69,20 @@ class Settings(BaseSettings):
     hyde_threshold_score: float = 0.35
     hyde_threshold_count: int = 3
 
+    # Retriever (issue 4)
+    fusion_method: Literal["rrf", "alpha"] = "rrf"
+    fusion_alpha: float = Field(default=0.75, ge=0.0, le=1.0)
+    rrf_weight_dense: float = 1.0
+    rrf_weight_hyde: float = 1.0
+    rrf_weight_bm25: float = 0.35  # equal weights fuse below dense alone (shared/eval/README.md)
+    rrf_weight_exact: float = 0.1
+    planner_timeout_s: float = 20.0
+    planner_max_tokens: int = 320
+    exact_max_keywords: int = 6
+    rg_path: Path | None = None
+    k_adjacent: int = Field(default=0, ge=0, le=3)
+    search_timeout_s: float = 60.0
+
     # Reranking and synthesis
     rerank_batch_size: int = 64
     rerank_threshold: float = -5.0

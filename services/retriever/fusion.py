@@ -1,26 +1,81 @@
-"""Reciprocal rank fusion: merge ranked lists from several legs into one candidate list."""
+"""Merge the legs' ranked lists into one candidate list: weighted RRF, or a min-max α-blend.
+
+Every candidate keeps each leg's rank and raw score, so events and answers can say how it was found.
+Leg names carry their family before a colon (``dense:0``, ``hyde``, ``bm25``, ``exact``); weights and
+the α-blend work per family.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from shared.contracts import Candidate
 from shared.interfaces import Hit
 
+DENSE_FAMILIES = frozenset({"dense", "hyde"})
 
-def reciprocal_rank_fusion(legs: dict[str, list[Hit]], k: int = 60) -> list[Candidate]:
-    """Score each chunk by ``sum(1 / (k + rank))`` over the legs that found it (ranks from 1).
 
-    Each candidate keeps its rank and raw score per leg, so the answer can say how it was found.
-    Ties keep the order in which chunks were first seen, which makes the result deterministic.
-    """
+def leg_family(leg: str) -> str:
+    return leg.split(":", 1)[0]
+
+
+def collect(legs: Mapping[str, list[Hit]]) -> dict[str, Candidate]:
+    """One candidate per chunk with every leg's rank (from 1) and score; first-seen order kept."""
     candidates: dict[str, Candidate] = {}
     for leg, hits in legs.items():
         for rank, hit in enumerate(hits, start=1):
-            candidate = candidates.get(hit.chunk.id)
-            if candidate is None:
-                candidate = candidates[hit.chunk.id] = Candidate(chunk=hit.chunk)
-            if leg in candidate.ranks:
-                continue
-            candidate.ranks[leg] = rank
-            candidate.scores[leg] = hit.score
-            candidate.fused_score += 1.0 / (k + rank)
+            candidate = candidates.setdefault(hit.chunk.id, Candidate(chunk=hit.chunk))
+            if leg not in candidate.ranks:
+                candidate.ranks[leg] = rank
+                candidate.scores[leg] = hit.score
+    return candidates
+
+
+def ranked(candidates: dict[str, Candidate]) -> list[Candidate]:
+    """Best first; ties keep first-seen order (``sorted`` is stable), so results are deterministic."""
     return sorted(candidates.values(), key=lambda c: c.fused_score, reverse=True)
+
+
+def reciprocal_rank_fusion(
+    legs: Mapping[str, list[Hit]], k: int = 60, weights: Mapping[str, float] | None = None
+) -> list[Candidate]:
+    """Score each chunk by ``sum(w_family / (k + rank))`` over the legs that found it.
+
+    ``weights`` maps a leg family to its weight (missing families weigh 1).
+    """
+    weights = weights or {}
+    candidates = collect(legs)
+    for candidate in candidates.values():
+        candidate.fused_score = sum(
+            weights.get(leg_family(leg), 1.0) / (k + rank) for leg, rank in candidate.ranks.items()
+        )
+    return ranked(candidates)
+
+
+def min_max(scores: list[float]) -> list[float]:
+    """Scale to [0, 1]; a leg whose scores are all equal gives every hit 1 (it found them all)."""
+    low, high = min(scores), max(scores)
+    if high == low:
+        return [1.0] * len(scores)
+    return [(s - low) / (high - low) for s in scores]
+
+
+def alpha_blend(legs: Mapping[str, list[Hit]], alpha: float = 0.75) -> list[Candidate]:
+    """``alpha * dense + (1 - alpha) * lexical`` over min-max normalised scores.
+
+    Each leg's scores are normalised on their own; a chunk's dense part is its best normalised
+    score over the dense legs (variations and HyDE), its lexical part the best over BM25 and
+    exact matching, and a leg that missed the chunk contributes 0.
+    """
+    candidates = collect(legs)
+    dense: dict[str, float] = {}
+    lexical: dict[str, float] = {}
+    for leg, hits in legs.items():
+        if not hits:
+            continue
+        side = dense if leg_family(leg) in DENSE_FAMILIES else lexical
+        for hit, normalised in zip(hits, min_max([h.score for h in hits]), strict=True):
+            side[hit.chunk.id] = max(side.get(hit.chunk.id, 0.0), normalised)
+    for chunk_id, candidate in candidates.items():
+        candidate.fused_score = alpha * dense.get(chunk_id, 0.0) + (1 - alpha) * lexical.get(chunk_id, 0.0)
+    return ranked(candidates)

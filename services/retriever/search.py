@@ -1,32 +1,216 @@
-"""The retrieval legs and their fusion for one question."""
+"""The retrieval legs for one plan, run concurrently, fused, cut to the reranker's inputs, expanded.
+
+Legs: dense search once per variation (``dense:i``), once for the HyDE passage (``hyde``) when the
+HyDE mode wants it, BM25 over chunk text and title (``bm25``), and ripgrep over the files for the
+hard keywords (``exact``). Each leg applies the filters itself, so every pool is full of results
+the user may see. The exact leg depends on a binary and on files, so its failure is reported and
+the other legs still answer; a failing store fails the search.
+"""
 
 from __future__ import annotations
 
-from services.retriever.fusion import reciprocal_rank_fusion
-from shared.contracts import Candidate, Plan, SearchFilters
-from shared.interfaces import Embedder, Hit, VectorStore
+import subprocess
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from services.retriever.exact import ExactSearcher
+from services.retriever.expansion import expand_neighbours
+from services.retriever.fusion import alpha_blend, reciprocal_rank_fusion
+from services.retriever.hyde import HydeDecision, decide_hyde, write_hyde_passage
+from shared.contracts import Candidate, HydeMode, Plan, SearchFilters, Strategy
+from shared.interfaces import LLM, Embedder, Hit, VectorStore
+from shared.settings import Settings
+
+LegFamily = Literal["dense", "hyde", "bm25", "exact"]
+ALL_LEGS: frozenset[LegFamily] = frozenset({"dense", "hyde", "bm25", "exact"})
 
 
-def run_legs(
-    plan: Plan, store: VectorStore, embedder: Embedder, pool: int, filters: SearchFilters
-) -> dict[str, list[Hit]]:
-    """One dense leg per variation and one BM25 leg over the question's words."""
-    legs: dict[str, list[Hit]] = {}
-    for index, variation in enumerate(plan.variations):
-        legs[f"dense:{index}"] = store.dense_search(embedder.embed_query(variation), pool, filters)
-    legs["bm25"] = store.keyword_search(plan.variations[0], pool, filters)
-    return legs
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """The knobs of one search; :meth:`from_settings` reads them for a plan's strategy."""
+
+    pool: int
+    keep: int
+    rrf_k: int = 60
+    weights: Mapping[str, float] = field(default_factory=dict)
+    fusion: Literal["rrf", "alpha"] = "rrf"
+    alpha: float = 0.75
+    hyde_mode: HydeMode = HydeMode.SUPPLEMENT
+    hyde_threshold_score: float = 0.35
+    hyde_threshold_count: int = 3
+    k_adjacent: int = 0
+    legs: frozenset[LegFamily] = ALL_LEGS
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        strategy: Strategy,
+        hyde_mode: HydeMode | None = None,
+        k_adjacent: int | None = None,
+    ) -> RetrievalConfig:
+        return cls(
+            pool=settings.pool_size(strategy),
+            keep=settings.rerank_inputs(strategy),
+            rrf_k=settings.rrf_k,
+            weights={
+                "dense": settings.rrf_weight_dense,
+                "hyde": settings.rrf_weight_hyde,
+                "bm25": settings.rrf_weight_bm25,
+                "exact": settings.rrf_weight_exact,
+            },
+            fusion=settings.fusion_method,
+            alpha=settings.fusion_alpha,
+            hyde_mode=hyde_mode or settings.hyde_mode,
+            hyde_threshold_score=settings.hyde_threshold_score,
+            hyde_threshold_count=settings.hyde_threshold_count,
+            k_adjacent=settings.k_adjacent if k_adjacent is None else k_adjacent,
+        )
 
 
-def search_candidates(
-    plan: Plan,
-    store: VectorStore,
-    embedder: Embedder,
-    pool: int,
-    keep: int,
-    filters: SearchFilters,
-    rrf_k: int,
-) -> tuple[list[Candidate], dict[str, int]]:
-    legs = run_legs(plan, store, embedder, pool, filters)
-    fused = reciprocal_rank_fusion(legs, rrf_k)
-    return fused[:keep], {leg: len(hits) for leg, hits in legs.items()}
+@dataclass
+class SearchReport:
+    """What the search did, for the stage event and the answer's "how it was found"."""
+
+    legs: dict[str, int] = field(default_factory=dict)
+    hyde: HydeDecision = field(default_factory=lambda: HydeDecision(False, "HyDE not considered"))
+    fusion: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self, kept: int) -> str:
+        legs = ", ".join(f"{leg} {count}" for leg, count in self.legs.items())
+        hyde = f"HyDE {'ran' if self.hyde.run else 'skipped'} ({self.hyde.reason})"
+        notes = "".join(f"; {note}" for note in self.notes)
+        return f"{kept} candidates by {self.fusion} from {legs}; {hyde}{notes}"
+
+    def data(self) -> dict[str, Any]:
+        return {
+            "legs": self.legs,
+            "hyde": {"ran": self.hyde.run, "reason": self.hyde.reason},
+            "fusion": self.fusion,
+            "notes": self.notes,
+        }
+
+
+class Retriever:
+    """Runs the legs of a plan against one store (and the files behind it)."""
+
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        exact: ExactSearcher | None = None,
+        llm: LLM | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.exact = exact
+        self.llm = llm
+
+    def search(
+        self, plan: Plan, config: RetrievalConfig, filters: SearchFilters | None = None
+    ) -> tuple[list[Candidate], SearchReport]:
+        filters = filters or SearchFilters()
+        report = SearchReport()
+        legs = self.run_legs(plan, config, filters, report)
+        report.legs = {leg: len(hits) for leg, hits in legs.items()}
+        if config.fusion == "alpha":
+            report.fusion = f"α-blend (α={config.alpha:g})"
+            fused = alpha_blend(legs, config.alpha)
+        else:
+            report.fusion = f"RRF (k={config.rrf_k})"
+            fused = reciprocal_rank_fusion(legs, config.rrf_k, config.weights)
+        kept = fused[: config.keep]
+        expand_neighbours(kept, self.store, config.k_adjacent)
+        return kept, report
+
+    def run_legs(
+        self, plan: Plan, config: RetrievalConfig, filters: SearchFilters, report: SearchReport
+    ) -> dict[str, list[Hit]]:
+        """Every leg on its own thread; the HyDE decision waits only for the first dense leg."""
+        workers = len(plan.variations) + 3
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="leg") as pool:
+            futures: dict[str, Future[list[Hit]]] = {}
+            if "dense" in config.legs:
+                for index, variation in enumerate(plan.variations):
+                    futures[f"dense:{index}"] = pool.submit(self.dense, variation, config.pool, filters)
+            if "bm25" in config.legs:
+                futures["bm25"] = pool.submit(
+                    self.store.keyword_search, plan.variations[0], config.pool, filters
+                )
+            if "exact" in config.legs:
+                self.submit_exact(pool, futures, plan, config, filters, report)
+            if "hyde" in config.legs:
+                self.submit_hyde(pool, futures, plan, config, filters, report)
+            return {leg: future.result() for leg, future in futures.items()}
+
+    def dense(self, text: str, limit: int, filters: SearchFilters) -> list[Hit]:
+        return self.store.dense_search(self.embedder.embed_query(text), limit, filters)
+
+    def submit_exact(
+        self,
+        pool: ThreadPoolExecutor,
+        futures: dict[str, Future[list[Hit]]],
+        plan: Plan,
+        config: RetrievalConfig,
+        filters: SearchFilters,
+        report: SearchReport,
+    ) -> None:
+        if self.exact is None:
+            report.notes.append("exact leg unavailable (no ripgrep)")
+        elif not plan.hard_keywords:
+            report.notes.append("exact leg skipped (no hard keywords)")
+        else:
+            futures["exact"] = pool.submit(
+                exact_or_note, self.exact, plan.hard_keywords, config.pool, filters, report
+            )
+
+    def submit_hyde(
+        self,
+        pool: ThreadPoolExecutor,
+        futures: dict[str, Future[list[Hit]]],
+        plan: Plan,
+        config: RetrievalConfig,
+        filters: SearchFilters,
+        report: SearchReport,
+    ) -> None:
+        dense_hits = None
+        if config.hyde_mode is HydeMode.SUPPLEMENT:
+            first = futures.get("dense:0") or pool.submit(
+                self.dense, plan.variations[0], config.pool, filters
+            )
+            dense_hits = first.result()
+        decision = decide_hyde(
+            config.hyde_mode, dense_hits, config.hyde_threshold_score, config.hyde_threshold_count
+        )
+        passage = self.hyde_passage(plan, decision, report) if decision.run else None
+        if decision.run and passage is None:
+            decision = HydeDecision(False, decision.reason + "; but no HyDE passage (no LLM)")
+        report.hyde = decision
+        if passage is not None:
+            futures["hyde"] = pool.submit(self.dense, passage, config.pool, filters)
+
+    def hyde_passage(self, plan: Plan, decision: HydeDecision, report: SearchReport) -> str | None:
+        """The plan's passage, else one the LLM writes now; ``None`` when neither is possible."""
+        if plan.hyde_passage:
+            return plan.hyde_passage
+        if self.llm is None:
+            return None
+        try:
+            return write_hyde_passage(plan.variations[0], self.llm)
+        except Exception as exc:  # any backend failure: search without HyDE
+            report.notes.append(f"HyDE passage failed: {type(exc).__name__}: {exc}")
+            return None
+
+
+def exact_or_note(
+    searcher: ExactSearcher, keywords: list[str], limit: int, filters: SearchFilters, report: SearchReport
+) -> list[Hit]:
+    """The exact leg's hits; a failure of ripgrep becomes a note and an empty leg."""
+    try:
+        return searcher.search(keywords, limit, filters)
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
+        report.notes.append(f"exact leg failed: {type(exc).__name__}: {exc}")
+        return []

