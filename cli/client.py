@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import httpx
 
-from shared.contracts import Answer, Event, QuestionOptions, ScanReport
+from shared.contracts import Answer, Event, QuestionOptions, ScanReport, SearchRequest, SearchResponse
 
 
 class GatewayError(RuntimeError):
@@ -73,6 +73,10 @@ class GatewayClient:
 
     def evidence(self, question_id: str, number: int) -> dict[str, object]:
         return dict(self._checked(self._http.get(f"/v1/questions/{question_id}/citations/{number}")).json())
+
+    def search(self, request: SearchRequest, timeout_s: float) -> SearchResponse:
+        response = self._http.post("/v1/search", json=request.to_payload(), timeout=timeout_s)
+        return SearchResponse.model_validate(self._checked(response).json())
 
     def health(self) -> dict[str, object]:
         return dict(self._http.get("/healthz").json())

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 import redis
 
-from shared.onnx_runtime import available_cores
+from shared.cpu import available_cores
 from shared.settings import Settings
 
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
-from cli import indexer, keys
+from cli import indexer, keys, search
 from cli.client import GatewayClient, GatewayError, default_client
 from cli.local_stack import LocalStack, wait_until
 from cli.scraper import import_app, scrape_app
@@ -31,6 +31,7 @@ app.add_typer(scrape_app, name="scrape")
 app.add_typer(import_app, name="import")
 app.add_typer(keys.app, name="keys")
 app.command("index")(indexer.index)
+app.command("search")(search.search)
 console = Console()
 
 

@@ -1,7 +1,7 @@
 """``hindsight repl``: a menu over the same functions and commands the CLI has.
 
 Actions that this package implements call its functions directly (``ask_question``,
-``index_folder``...); actions that live in other CLI modules (``scrape``, ``search``) are run as the
+``indexer.run_index``...); actions that live in other CLI modules (``scrape``, ``search``) are run as the
 assembled CLI's own commands, so the menu never duplicates them and picks up whatever is wired in.
 """
 
@@ -101,7 +101,8 @@ class Repl:
         how = Prompt.ask(
             "resume where it stopped, or restart", choices=["resume", "restart"], default="resume"
         )
-        self.invoke(["scrape", f"--{how}"])
+        # The checkpoint makes every run resumable; a restart fetches every thread again.
+        self.invoke(["scrape"] if how == "resume" else ["scrape", "--refetch-all"])
 
     def reset(self) -> None:
         store = main.get_settings().store_dir

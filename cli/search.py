@@ -14,29 +14,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cli.client import GatewayError, default_client
 from shared.contracts import SearchFilters, SearchMode, SearchRequest, SearchResponse, SourceKind
 from shared.settings import get_settings
 
 app = typer.Typer(help="Search your sources by meaning, verbatim, or both; no answer is written.")
 console = Console()
 SNIPPET_CHARS = 160
-
-
-class SearchFailedError(RuntimeError):
-    """The gateway could not be reached or refused the search; the message says why."""
-
-
-def post_search(request: SearchRequest, gateway_url: str, timeout_s: float) -> SearchResponse:
-    """Call ``POST /v1/search``; a refusal becomes a clear error with the gateway's reason."""
-    try:
-        response = httpx.post(
-            f"{gateway_url.rstrip('/')}/v1/search", json=request.to_payload(), timeout=timeout_s
-        )
-    except httpx.HTTPError as exc:
-        raise SearchFailedError(f"gateway unreachable at {gateway_url}: {exc}") from exc
-    if response.status_code != 200:
-        raise SearchFailedError(f"gateway answered {response.status_code}: {response.text}")
-    return SearchResponse.model_validate(response.json())
 
 
 def how_found(ranks: dict[str, int]) -> str:
@@ -91,8 +75,8 @@ def search(
         ),
     )
     try:
-        result = post_search(request, settings.gateway_url, settings.search_timeout_s + 5)
-    except SearchFailedError as exc:
+        result = default_client().search(request, settings.search_timeout_s + 5)
+    except (GatewayError, httpx.HTTPError) as exc:
         console.print(f"[red]search failed[/red]: {exc}")
         raise typer.Exit(1) from exc
     render(result)

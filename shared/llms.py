@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.resources
-import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from shared.cpu import available_cores
 from shared.interfaces import LLM, ChatMessage, LLMError, ModelT
 from shared.settings import Settings
 
@@ -226,10 +226,6 @@ def bundled_gguf_path() -> Path | None:
     except ModuleNotFoundError:
         return None
     return path if path.is_file() else None
-
-
-def available_cores() -> int:
-    return len(os.sched_getaffinity(0))
 
 
 def load_factory(spec: str) -> Any:

@@ -6,20 +6,13 @@ to int8 **per channel** (per-tensor quantisation loses too much of a MiniLM's ac
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-
-def available_cores() -> int:
-    """Cores this process may run on (respects CPU affinity and container limits)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
+from shared.cpu import available_cores
 
 
 def create_session(model_path: Path, threads: int = 0) -> ort.InferenceSession:

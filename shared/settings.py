@@ -49,8 +49,6 @@ class Settings(BaseSettings):
     chunk_tokens: int = 200
     chunk_overlap: int = 40
     embed_batch_size: int = 32
-
-    # Indexer (issue 3)
     max_file_bytes: int = 20 * 1024 * 1024
     index_max_retries: int = 3
     index_retry_backoff_s: float = 2.0
@@ -68,8 +66,6 @@ class Settings(BaseSettings):
     hyde_mode: HydeMode = HydeMode.SUPPLEMENT
     hyde_threshold_score: float = 0.35
     hyde_threshold_count: int = 3
-
-    # Retriever (issue 4)
     fusion_method: Literal["rrf", "alpha"] = "rrf"
     fusion_alpha: float = Field(default=0.75, ge=0.0, le=1.0)
     rrf_weight_dense: float = 1.0
@@ -83,13 +79,10 @@ class Settings(BaseSettings):
     k_adjacent: int = Field(default=0, ge=0, le=3)
     search_timeout_s: float = 60.0
 
-    # Reranking and synthesis
+    # Reranking
     rerank_batch_size: int = 64
     rerank_threshold: float = -5.0
     rerank_fallback_k: int = 20
-    map_batch_size: int = 10
-
-    # Reranker (issue 5)
     # int8 is served only once provisioning verified it against fp32; fp32 is exact and slower.
     reranker_precision: Literal["int8", "fp32"] = "int8"
     # How long the micro-batcher holds a partial batch for other questions' pairs.
@@ -99,7 +92,8 @@ class Settings(BaseSettings):
     # Seconds between the reranker's status heartbeats in Redis (read by /healthz).
     reranker_heartbeat_s: float = 15.0
 
-    # Synthesizer (issue 6)
+    # Synthesis
+    map_batch_size: int = 10
     # llm=custom builds the chat model from "module:callable" (called with the settings): the seam a
     # scripted test model uses to reach real worker processes.
     llm_factory: str | None = None
@@ -120,7 +114,18 @@ class Settings(BaseSettings):
     gateway_port: int = 8000
     gateway_url: str = "http://127.0.0.1:8000"
     event_ttl_s: int = 86_400
-    answer_timeout_s: float = 600.0
+    # ``keys`` demands an API key on /v1; ``open`` is honoured only on a loopback address unless
+    # ``gateway_allow_open_remote`` says, explicitly, that an open gateway on the network is intended.
+    gateway_auth: Literal["keys", "open"] = "keys"
+    gateway_allow_open_remote: bool = False
+    api_keys_file: Path | None = None
+    api_key: str | None = None
+    max_request_bytes: int = 65_536
+    max_question_chars: int = 2_000
+    rate_limit_per_minute: int = 60
+    backpressure_max_queued: int = 200
+    backpressure_retry_after_s: int = 5
+    metrics_poll_s: float = 1.0
 
     # Scraper (Perplexity export). Delays are seconds; tests set them to ~0.
     perplexity_base_url: str = "https://www.perplexity.ai"
@@ -138,20 +143,6 @@ class Settings(BaseSettings):
     scrape_backoff_max_s: float = 60.0
     scrape_timeout_s: float = 30.0
     scrape_login_timeout_s: float = 300.0
-
-    # Gateway (issue 8)
-    # ``keys`` demands an API key on /v1; ``open`` is honoured only on a loopback address unless
-    # ``gateway_allow_open_remote`` says, explicitly, that an open gateway on the network is intended.
-    gateway_auth: Literal["keys", "open"] = "keys"
-    gateway_allow_open_remote: bool = False
-    api_keys_file: Path | None = None
-    api_key: str | None = None
-    max_request_bytes: int = 65_536
-    max_question_chars: int = 2_000
-    rate_limit_per_minute: int = 60
-    backpressure_max_queued: int = 200
-    backpressure_retry_after_s: int = 5
-    metrics_poll_s: float = 1.0
 
     @field_validator("roots", mode="before")
     @classmethod

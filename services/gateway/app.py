@@ -17,7 +17,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import FileResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from services.gateway import indexing, questions, watch_routes
+from services.gateway import indexing, questions, search_routes, watch_routes
 from services.gateway.auth import PROTECTED
 from services.gateway.deps import RedisDep
 from services.gateway.keys import KeyFile
@@ -32,7 +32,12 @@ from shared.events import RERANKER_STATUS_PREFIX
 from shared.settings import Settings, get_settings
 
 STATIC_DIR = Path(__file__).parent / "static"
-PROTECTED_ROUTERS: list[APIRouter] = [questions.router, indexing.router, watch_routes.router]
+PROTECTED_ROUTERS: list[APIRouter] = [
+    questions.router,
+    indexing.router,
+    watch_routes.router,
+    search_routes.router,
+]
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

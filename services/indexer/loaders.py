@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from shared.contracts import SourceKind
+from shared.markdown_source import split_front_matter
 
 SUFFIX_KINDS = {
     ".md": SourceKind.MARKDOWN,
@@ -27,7 +28,6 @@ SUFFIX_KINDS = {
     ".html": SourceKind.HTML,
     ".htm": SourceKind.HTML,
 }
-FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)---[ \t]*\r?\n", re.DOTALL)
 H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 SNIFF_BYTES = 8192
 PAGE_SEPARATOR = "\n\n"
@@ -131,16 +131,15 @@ def load_markdown(raw: str, path: Path) -> LoadedDocument:
     """Front matter (the exporter's title, uuid, space, url, created, updated) becomes metadata; the
     body without it is the text. Malformed front matter is dropped rather than indexed as prose."""
     metadata: dict[str, str] = {}
-    text = raw
-    match = FRONT_MATTER.match(raw)
-    if match:
+    front_matter, body_start = split_front_matter(raw)
+    if front_matter is not None:
         try:
-            parsed = yaml.safe_load(match.group(1)) or {}
+            parsed = yaml.safe_load(front_matter) or {}
         except yaml.YAMLError:
             parsed = {}
         if isinstance(parsed, dict):
             metadata = {str(k): metadata_value(v) for k, v in parsed.items() if v is not None}
-        text = raw[match.end() :]
+    text = raw[body_start:]
     heading = H1.search(text)
     title = metadata.get("title") or (heading.group(1).strip() if heading else path.stem)
     return LoadedDocument(text=text, title=title, kind=SourceKind.MARKDOWN, metadata=metadata)

@@ -10,7 +10,6 @@ dropped rather than guessed at.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -22,11 +21,9 @@ from pathlib import Path
 from services.retriever.filters import chunk_passes
 from shared.contracts import Chunk, SearchFilters
 from shared.interfaces import Hit, ManifestEntry, VectorStore
+from shared.markdown_source import MARKDOWN_SUFFIXES, split_front_matter
 
-MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 SEARCHED_SUFFIXES = MARKDOWN_SUFFIXES | {".txt"}
-# Must agree with how the indexer strips front matter from Markdown (services/indexer/loaders.py).
-FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.DOTALL)
 MAX_MATCHES_PER_FILE = 50
 RG_TIMEOUT_S = 20.0
 
@@ -49,10 +46,7 @@ def find_rg(configured: Path | None = None) -> Path:
 
 def body_offset(text: str, path: Path) -> int:
     """Characters before the extracted text starts: the front matter of a Markdown file."""
-    if path.suffix.lower() in MARKDOWN_SUFFIXES:
-        match = FRONT_MATTER.match(text)
-        return match.end() if match else 0
-    return 0
+    return split_front_matter(text)[1] if path.suffix.lower() in MARKDOWN_SUFFIXES else 0
 
 
 @dataclass

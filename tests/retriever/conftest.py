@@ -7,7 +7,6 @@ leg's byte-to-character mapping is exercised for real.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +17,7 @@ import pytest
 from shared.contracts import Chunk, Document, SourceKind
 from shared.embedding import OnnxEmbedder
 from shared.stores.lancedb_store import LanceDBStore
+from tests.conftest import models_dir
 
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.DOTALL)
 WINDOW_CHARS = 220
@@ -89,10 +89,6 @@ class IndexedCorpus:
 
     def path(self, relative: str) -> Path:
         return self.root / relative
-
-
-def models_dir() -> Path:
-    return Path(os.environ.get("HINDSIGHT_MODELS_DIR", ".hindsight/models"))
 
 
 @pytest.fixture(scope="session")

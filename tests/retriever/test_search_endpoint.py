@@ -1,10 +1,9 @@
 """``POST /v1/search`` and ``hindsight search`` end to end: real Redis, a real retriever Celery worker
-process, the gateway router served by uvicorn over real HTTP, and the CLI as a subprocess."""
+process, the real gateway process over HTTP, and the CLI as a subprocess."""
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,17 +18,12 @@ from redis import Redis
 from cli.local_stack import redis_server_binary
 from shared.contracts import QuestionState
 from shared.events import decode_entry, events_key
+from tests.conftest import free_port
 
 from .conftest import index_corpus, models_dir
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for(check, timeout_s: float, what: str) -> None:
@@ -65,6 +59,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[dict[s
         "HINDSIGHT_DATA_DIR": str(base / "data"),
         "HINDSIGHT_MODELS_DIR": str(models_dir().resolve()),
         "HINDSIGHT_GATEWAY_URL": f"http://127.0.0.1:{http_port}",
+        "HINDSIGHT_GATEWAY_PORT": str(http_port),
+        "HINDSIGHT_GATEWAY_AUTH": "open",  # the real gateway, open on loopback: auth is tested elsewhere
         "HINDSIGHT_ONNX_THREADS": "1",
     }
     logs = base / "logs"
@@ -94,8 +90,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[dict[s
                 worker, cwd=REPO, env=env, stdout=(logs / "worker.log").open("w"), stderr=subprocess.STDOUT
             )
         )
-        server = [sys.executable, "-m", "uvicorn", "tests.retriever.search_app:create", "--factory"]
-        server += ["--port", str(http_port), "--log-level", "warning"]
+        server = [sys.executable, "-m", "services.gateway"]
         started.append(
             subprocess.Popen(
                 server, cwd=REPO, env=env, stdout=(logs / "http.log").open("w"), stderr=subprocess.STDOUT
