@@ -36,6 +36,7 @@ from shared.interfaces import LLM, ChatMessage, Hit, LLMError, ModelT
 from shared.llms import bundled_gguf_path, create_llm
 from shared.settings import Settings
 from shared.stores.lancedb_store import CHUNKS, DOCUMENTS, LanceDBStore, chunk_row
+from shared.stores.records import manifest_record
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATASET = REPO.parent / "shared" / "eval" / "pyfaq-dev"
@@ -93,7 +94,7 @@ def build_store(dataset: Dataset, cache: Path, embedder: OnnxEmbedder, settings:
             document, chunks = corpus_document(dataset.corpus[document_id], files, embedder, settings)
             vectors = embedder.embed_documents([passage_for_embedding(chunk) for chunk in chunks])
             chunk_rows += [chunk_row(chunk, vector) for chunk, vector in zip(chunks, vectors, strict=True)]
-            document_rows.append(manifest_row(document, len(chunks)))
+            document_rows.append(manifest_record(document, len(chunks)))
             last = (document, chunks, vectors)
         if chunk_rows:
             chunks_table.add(chunk_rows)
@@ -121,19 +122,6 @@ def corpus_document(
     )
     loaded = LoadedDocument(text=row["text"], title=row["title"], kind=SourceKind.TEXT)
     return document, build_chunks(document, loaded, embedder.token_spans, settings)
-
-
-def manifest_row(document: Document, chunk_count: int) -> dict[str, object]:
-    return {
-        "document_id": document.id,
-        "source_uri": document.source_uri,
-        "content_hash": document.content_hash,
-        "kind": document.kind.value,
-        "title": document.title,
-        "chunk_count": chunk_count,
-        "indexed_at": time.time(),
-        "metadata": "{}",
-    }
 
 
 def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:

@@ -9,8 +9,6 @@ just wrote.
 from __future__ import annotations
 
 import fcntl
-import json
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -23,25 +21,12 @@ import pyarrow as pa
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.interfaces import Hit, ManifestEntry
+from shared.stores.records import CHUNK_FIELDS, manifest_record
 
 CHUNKS = "chunks"
 DOCUMENTS = "documents"
 SEARCH_COLUMN = "search_text"
-CHUNK_COLUMNS = [
-    "id",
-    "document_id",
-    "ordinal",
-    "text",
-    "heading_path",
-    "page",
-    "char_start",
-    "char_end",
-    "title",
-    "source_uri",
-    "kind",
-    "space",
-    "document_date",
-]
+CHUNK_COLUMNS = ["id", *CHUNK_FIELDS]
 
 
 def chunks_schema(dimension: int) -> pa.Schema:
@@ -157,16 +142,7 @@ class LanceDBStore:
         """Chunks first, then the manifest row: a crash in between leaves a hash mismatch that the
         next scan repairs, never a manifest that claims chunks the store lacks."""
         rows = [chunk_row(chunk, vector) for chunk, vector in zip(chunks, vectors, strict=True)]
-        manifest_row = {
-            "document_id": document.id,
-            "source_uri": document.source_uri,
-            "content_hash": document.content_hash,
-            "kind": document.kind.value,
-            "title": document.title,
-            "chunk_count": len(chunks),
-            "indexed_at": time.time(),
-            "metadata": json.dumps(document.metadata, sort_keys=True),
-        }
+        manifest_row = manifest_record(document, len(chunks))
         where = f"document_id = {sql_string(document.id)}"
         with self._write_lock():
             self._chunks.delete(where)

@@ -10,8 +10,6 @@ without a server (Weaviate cannot run on the development machines).
 
 from __future__ import annotations
 
-import json
-import time
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlparse
@@ -25,25 +23,12 @@ from weaviate.util import generate_uuid5
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.interfaces import Hit, ManifestEntry
 from shared.settings import Settings
+from shared.stores.records import CHUNK_FIELDS, manifest_record
 
 DOCUMENT_SUFFIX = "Document"
 BM25_PROPERTIES = ["text", "title^2", "heading_path"]
 BATCH_SIZE = 200
-CHUNK_PROPERTIES = [
-    "chunk_id",
-    "document_id",
-    "ordinal",
-    "text",
-    "heading_path",
-    "page",
-    "char_start",
-    "char_end",
-    "title",
-    "source_uri",
-    "kind",
-    "space",
-    "document_date",
-]
+CHUNK_PROPERTIES = ["chunk_id", *CHUNK_FIELDS]
 MANIFEST_PROPERTIES = ["document_id", "source_uri", "content_hash", "chunk_count"]
 
 
@@ -200,19 +185,6 @@ def properties_chunk(properties: dict[str, Any]) -> Chunk:
     return Chunk.model_validate(values)
 
 
-def manifest_properties(document: Document, chunk_count: int) -> dict[str, Any]:
-    return {
-        "document_id": document.id,
-        "source_uri": document.source_uri,
-        "content_hash": document.content_hash,
-        "kind": document.kind.value,
-        "title": document.title,
-        "chunk_count": chunk_count,
-        "indexed_at": time.time(),
-        "metadata": json.dumps(document.metadata, sort_keys=True),
-    }
-
-
 class WeaviateStore:
     """:class:`shared.interfaces.VectorStore` on a Weaviate server."""
 
@@ -254,7 +226,7 @@ class WeaviateStore:
         self._chunks.data.delete_many(where=stale_chunks_filter(document.id, len(chunks)))
         with self._documents.batch.fixed_size(batch_size=1) as batch:
             batch.add_object(
-                properties=manifest_properties(document, len(chunks)), uuid=document_uuid(document.id)
+                properties=manifest_record(document, len(chunks)), uuid=document_uuid(document.id)
             )
         self._raise_failed(self._documents)
 
