@@ -1,16 +1,18 @@
 """Score (question, passage) pairs with an ONNX cross-encoder, reading the raw logit.
 
-The micro-batcher hands this class batches of up to 64 pairs; they are tokenised in one batch
-call, and then each pair goes through the session on its own, unpadded. Two measurements on this
-project's CPU decided that over "pad each batch to its longest pair":
+The micro-batcher hands this class batches of up to 64 pairs from different questions. They are
+tokenised in one call, sorted by length, and run through the session in groups of ``pairs_per_run``,
+each group padded to its longest pair (dynamic padding), then put back in the order given.
 
-* speed: one pair per run was 1.8x (fp32) and 2.7x (int8) the pairs/s of length-sorted batches
-  of 64 padded to their longest pair (bench/reranker_throughput.py prints the padded figure too);
-  big padded batches spend their time on padding and on activations that no longer fit in cache.
-* exactness: dynamic int8 quantisation picks one activation scale per tensor, i.e. per run, so
-  inside a batch a pair's logit depended on its neighbours (up to 2.6 logits on the stand-in).
-  The micro-batcher mixes different users' questions and the threshold decides what survives,
-  so a logit must be a function of its pair alone. One pair per run makes it so, in both precisions.
+A pair's logit must be a function of that pair alone: the batcher mixes different users'
+questions and the threshold decides what survives. Both served models guarantee it, bit for bit
+(tests/reranker prove it for every group size): fp32 has no data-dependent scales, and the int8
+model is weight-only (``MatMulNBits``), quantising activations per row and block, never per run.
+The dynamic int8 it replaces picked one activation scale per run, so a pair's logit moved by up
+to 2.6 with its batch neighbours and every pair had to run alone.
+
+``PAIRS_PER_RUN`` is measured, not assumed: on this project's 2-core CPU small groups beat
+groups of 64, which spend their time on padding (bench/reranker_throughput.py prints both).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ MODEL_FILES: dict[str, str] = {"int8": "model_int8.onnx", "fp32": "model_fp32.on
 TOKENIZER_FILE = "tokenizer.json"
 PROVENANCE_FILE = "provenance.json"
 MAX_PAIR_TOKENS = 512
+PAIRS_PER_RUN = 1
 
 
 def model_label(model_dir: Path) -> str:
@@ -43,7 +46,13 @@ def model_label(model_dir: Path) -> str:
 class CrossEncoder:
     """One warm ONNX Runtime session; not thread-safe by design (the micro-batcher owns it)."""
 
-    def __init__(self, model_dir: Path, threads: int = 0, precision: Precision = "int8") -> None:
+    def __init__(
+        self,
+        model_dir: Path,
+        threads: int = 0,
+        precision: Precision = "int8",
+        pairs_per_run: int = PAIRS_PER_RUN,
+    ) -> None:
         model_path = model_dir / MODEL_FILES[precision]
         if not model_path.exists():
             raise ModelMissingError(
@@ -55,21 +64,27 @@ class CrossEncoder:
         self._tokenizer = load_tokenizer(model_dir / TOKENIZER_FILE, MAX_PAIR_TOKENS)
         self._tokenizer.no_padding()
         self._pad_id = self._tokenizer.token_to_id("[PAD]") or 0
+        self.pairs_per_run = pairs_per_run
 
     def score(self, question: str, passages: list[str]) -> np.ndarray:
         """Raw logits, one per passage, in the order given."""
         return self.score_pairs([(question, passage) for passage in passages])
 
     def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray:
-        """Raw logits in the order given: one batch tokenisation, one unpadded run per pair."""
+        """Raw logits in the order given: one tokenisation, length-sorted runs padded to their longest."""
         encodings = self.tokenize(pairs)
-        return np.concatenate([self.run([e]) for e in encodings] or [np.zeros(0, np.float32)])
+        order = sorted(range(len(pairs)), key=lambda i: len(encodings[i].ids))
+        logits = np.zeros(len(pairs), dtype=np.float32)
+        for start in range(0, len(order), self.pairs_per_run):
+            group = order[start : start + self.pairs_per_run]
+            logits[group] = self.run([encodings[i] for i in group])
+        return logits
 
     def tokenize(self, pairs: list[tuple[str, str]]) -> list[Encoding]:
         return self._tokenizer.encode_batch(pairs)
 
     def run(self, encodings: list[Encoding]) -> np.ndarray:
-        """One session call over pairs padded to the longest of them (the worker passes one)."""
+        """One session call over pairs padded to the longest of them."""
         width = max(len(e.ids) for e in encodings)
         ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
         mask = np.zeros_like(ids)

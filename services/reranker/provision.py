@@ -3,8 +3,10 @@
 ``hindsight models pull`` fetches ``Xenova/ms-marco-MiniLM-L-6-v2`` where a network exists. Offline
 (tests, CI) ``build_standin`` makes a model of the same architecture from the packaged MiniLM
 weights with a fitted head: its speed is the real model's, its scores are not.
-Either way ``model_int8.onnx`` is installed only once its scores rank a fixed set of pairs like
-the fp32 model's do (Spearman >= 0.99); ``model_fp32.onnx`` stays next to it.
+Either way the fp32 graph is fused and its weights quantised to int8 (weight-only, blocks of 32:
+see ``shared.onnx_runtime.quantize_int8_weight_only``), and ``model_int8.onnx`` is installed only
+once its scores rank a fixed set of pairs like the fp32 model's do (Spearman >= 0.99);
+``model_fp32.onnx`` stays next to it.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pydantic import BaseModel
 
 from services.reranker.cross_encoder import MODEL_FILES, PROVENANCE_FILE, TOKENIZER_FILE, CrossEncoder
 from shared.model_prep import CALIBRATION_TEXTS, export_encoder_onnx, packaged_minilm_dir
-from shared.onnx_runtime import quantize_int8_per_channel
+from shared.onnx_runtime import quantize_int8_weight_only
 
 HUB_REPO = "Xenova/ms-marco-MiniLM-L-6-v2"
+CONFIG_FILE = "config.json"
 MIN_SPEARMAN = 0.99
 STANDIN_NAME = "stand-in cross-encoder (MiniLM-L6 weights, fitted head; speed is real, scores are not)"
 
@@ -61,14 +64,25 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(spearmanr(a, b).statistic)
 
 
+def quantize_int8(model_dir: Path) -> None:
+    """Write ``model_int8.onnx`` from ``model_fp32.onnx``, fused for the head count in config.json."""
+    config = json.loads((model_dir / CONFIG_FILE).read_text())
+    quantize_int8_weight_only(
+        model_dir / MODEL_FILES["fp32"],
+        model_dir / MODEL_FILES["int8"],
+        num_heads=config["num_attention_heads"],
+        hidden_size=config["hidden_size"],
+    )
+
+
 def quantize_and_verify(model_dir: Path, name: str) -> ProvisionReport:
-    """Quantise ``model_fp32.onnx`` per channel; keep the int8 file only if it ranks pairs like fp32.
+    """Quantise ``model_fp32.onnx``; keep the int8 file only if it ranks pairs like fp32.
 
     Both precisions score the check set exactly as the worker would (same batching), so the
     figure is the one that matters in production.
     """
     int8_path = model_dir / MODEL_FILES["int8"]
-    quantize_int8_per_channel(model_dir / MODEL_FILES["fp32"], int8_path)
+    quantize_int8(model_dir)
     pairs = calibration_pairs()
     fp32 = CrossEncoder(model_dir, precision="fp32").score_pairs(pairs)
     int8 = CrossEncoder(model_dir, precision="int8").score_pairs(pairs)
@@ -123,14 +137,18 @@ def build_standin(model_dir: Path) -> ProvisionReport:
     from transformers import AutoModelForSequenceClassification
 
     source = packaged_minilm_dir()
-    model = AutoModelForSequenceClassification.from_pretrained(str(source), num_labels=1).eval()
+    # Eager attention exports the classic softmax pattern that ORT fuses into one Attention op.
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(source), num_labels=1, attn_implementation="eager"
+    ).eval()
     weight, bias = fitted_head(model)
     with torch.no_grad():
         model.classifier.weight.copy_(torch.tensor(weight, dtype=torch.float32)[None])
         model.classifier.bias.fill_(bias)
     model_dir.mkdir(parents=True, exist_ok=True)
     export_encoder_onnx(model, model_dir / MODEL_FILES["fp32"])
-    shutil.copy(source / TOKENIZER_FILE, model_dir / TOKENIZER_FILE)
+    for file in (TOKENIZER_FILE, CONFIG_FILE):
+        shutil.copy(source / file, model_dir / file)
     return quantize_and_verify(model_dir, STANDIN_NAME)
 
 
@@ -140,7 +158,7 @@ def pull(model_dir: Path) -> ProvisionReport:
 
     model_dir.mkdir(parents=True, exist_ok=True)
     shutil.copy(hf_hub_download(HUB_REPO, "onnx/model.onnx"), model_dir / MODEL_FILES["fp32"])
-    for name in (TOKENIZER_FILE, "config.json"):
+    for name in (TOKENIZER_FILE, CONFIG_FILE):
         shutil.copy(hf_hub_download(HUB_REPO, name), model_dir / name)
     return quantize_and_verify(model_dir, HUB_REPO)
 
