@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import shutil
 import socket
 import subprocess
 import time
@@ -13,10 +12,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE
 from services.reranker.provision import HEAD_FIT_TEXTS, ProvisionReport, build_standin
 from shared.contracts import Candidate, Chunk, SourceKind
-from shared.onnx_runtime import quantize_int8_per_channel
 
 
 @pytest.fixture(scope="session")
@@ -29,16 +26,6 @@ def standin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ProvisionRe
 @pytest.fixture(scope="session")
 def standin_dir(standin: tuple[Path, ProvisionReport]) -> Path:
     return standin[0]
-
-
-@pytest.fixture(scope="session")
-def unverified_int8_dir(standin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The stand-in's int8 file WITHOUT the ranking check, to test int8 execution mechanics only."""
-    model_dir = tmp_path_factory.mktemp("reranker") / "int8-unverified"
-    model_dir.mkdir()
-    shutil.copy(standin_dir / TOKENIZER_FILE, model_dir / TOKENIZER_FILE)
-    quantize_int8_per_channel(standin_dir / MODEL_FILES["fp32"], model_dir / MODEL_FILES["int8"])
-    return model_dir
 
 
 def passages(count: int, seed: int = 0) -> list[str]:

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from services.reranker.health import STATUS_KEY_PREFIX
 from shared.contracts import QuestionState
+from shared.events import RERANKER_STATUS_PREFIX as STATUS_KEY_PREFIX
 from shared.events import events_key
 from tests.reranker.conftest import candidates, passages
 
