@@ -6,9 +6,8 @@ scores do not); every figure printed says so.
 
     PYTHONPATH=. python bench/reranker_throughput.py --pairs 256 --repeats 3
 
-Also printed: the same int8 model with other run sizes (padded to the longest pair of each run),
-and the dynamic per-channel int8 the worker used before (one activation scale per run, so it had
-to run every pair alone to stay exact).
+Also printed: both int8 schemes provisioning tries (dynamic, served only where it passes the
+ranking check, one pair per run; weight-only with several run sizes, padded to the longest pair).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import statistics
 import tempfile
 import time
@@ -26,10 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from services.reranker.batcher import MicroBatcher
-from services.reranker.cross_encoder import MODEL_FILES, PAIRS_PER_RUN, TOKENIZER_FILE, CrossEncoder
-from services.reranker.provision import HEAD_FIT_TEXTS, build_standin, fitted_head, quantize_int8
+from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE, CrossEncoder, Int8Scheme
+from services.reranker.provision import CONFIG_FILE, HEAD_FIT_TEXTS, build_standin, fitted_head, quantize_int8
 from shared.model_prep import CALIBRATION_TEXTS, packaged_minilm_dir
-from shared.onnx_runtime import available_cores, quantize_int8_per_channel
+from shared.onnx_runtime import available_cores
 
 TORCH = "sentence_transformers.CrossEncoder torch fp32 (batch 64)"
 LABEL = "[offline stand-in: MiniLM-L6 weights, fitted head; speed carries over, scores do not]"
@@ -85,11 +83,12 @@ def torch_baseline(model_dir: Path, threads: int) -> Callable[[list[tuple[str, s
     )
 
 
-def dynamic_int8_dir(model_dir: Path, target: Path) -> Path:
-    """The previous scheme: dynamic per-channel int8 of the unfused graph, for comparison only."""
+def scheme_dir(model_dir: Path, scheme: Int8Scheme, target: Path) -> Path:
+    """The stand-in quantised with ``scheme`` whatever provisioning chose, to time both schemes."""
     target.mkdir()
-    shutil.copy(model_dir / TOKENIZER_FILE, target / TOKENIZER_FILE)
-    quantize_int8_per_channel(model_dir / MODEL_FILES["fp32"], target / MODEL_FILES["int8"])
+    for name in (TOKENIZER_FILE, CONFIG_FILE, MODEL_FILES["fp32"]):
+        (target / name).symlink_to(model_dir / name)
+    quantize_int8(target, scheme)
     return target
 
 
@@ -117,12 +116,14 @@ def main() -> None:
         report = build_standin(model_dir)
         print(f"provisioning: {report.detail} {LABEL}")
         if not report.int8_verified:
-            quantize_int8(model_dir)
+            quantize_int8(model_dir, "weight-only")
             print("  int8 re-quantised below for SPEED ONLY; the worker would not serve it")
         pairs = bench_pairs(args.pairs)
         int8 = CrossEncoder(model_dir, threads, precision="int8")
         fp32 = CrossEncoder(model_dir, threads, precision="fp32")
-        dynamic = CrossEncoder(dynamic_int8_dir(model_dir, Path(tmp) / "dynamic"), threads, precision="int8")
+        dynamic_dir = scheme_dir(model_dir, "dynamic", Path(tmp) / "dynamic")
+        dynamic = CrossEncoder(dynamic_dir, threads, precision="int8", pairs_per_run=1)
+        weight_only_dir = scheme_dir(model_dir, "weight-only", Path(tmp) / "weight-only")
         torch_score = torch_baseline(Path(tmp) / "torch", threads)
         gap = float(np.abs(np.asarray(torch_score(pairs[:16])) - fp32.score_pairs(pairs[:16])).max())
         print(f"same model check: max |torch fp32 - onnx fp32| logit on 16 pairs = {gap:.2e}")
@@ -130,14 +131,17 @@ def main() -> None:
         fp32_worker = MicroBatcher(fp32.score_pairs, batch_size=64, max_wait_s=0.01)
 
         def int8_runs_of(size: int) -> Callable[[list[tuple[str, str]]], np.ndarray]:
-            return CrossEncoder(model_dir, threads, precision="int8", pairs_per_run=size).score_pairs
+            return CrossEncoder(weight_only_dir, threads, precision="int8", pairs_per_run=size).score_pairs
 
-        served = f"runs of {PAIRS_PER_RUN}"
+        served = f"{report.int8_scheme or 'weight-only, unverified'}, runs of {int8.pairs_per_run}"
         contenders: list[tuple[str, Callable[[list[tuple[str, str]]], object]]] = [
-            (f"worker int8 weight-only: batcher (64), {served}", lambda p: int8_worker.submit(p).result()),
-            (f"worker fp32: batcher (64), {served}", lambda p: fp32_worker.submit(p).result()),
+            (f"worker int8 ({served}), batcher (64)", lambda p: int8_worker.submit(p).result()),
+            (
+                f"worker fp32 (runs of {fp32.pairs_per_run}), batcher (64)",
+                lambda p: fp32_worker.submit(p).result(),
+            ),
             *[(f"int8 weight-only, sorted runs of {n}, padded", int8_runs_of(n)) for n in (1, 16, 64)],
-            ("previous: dynamic int8, one pair per run", dynamic.score_pairs),
+            ("int8 dynamic, one pair per run", dynamic.score_pairs),
             (TORCH, torch_score),
         ]
         rates = pairs_per_second(contenders, pairs, args.repeats)

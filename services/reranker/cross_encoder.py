@@ -5,15 +5,15 @@ tokenised in one call, sorted by length, and run through the session in groups o
 each group padded to its longest pair (dynamic padding), then put back in the order given.
 
 A pair's logit must be a function of that pair alone: the batcher mixes different users'
-questions and the threshold decides what survives. Both served models guarantee it, bit for bit
-(tests/reranker prove it for every group size): fp32 has no data-dependent scales, and the int8
-model is weight-only (``MatMulNBits``), quantising activations per row and block, never per run.
-The dynamic int8 it replaces picked one activation scale per run, so a pair's logit moved by up
-to 2.6 with its batch neighbours and every pair had to run alone.
+questions and the threshold decides what survives. How many pairs may share a run therefore
+depends on the model (``PAIRS_PER_RUN``; tests/reranker prove each bit for bit):
 
-``PAIRS_PER_RUN`` is measured, not assumed: on this project's 2-core CPU runs of 4 were as fast
-as or faster than single pairs, and runs of 64 2-4x slower: they spend their time on padding and on
-activations that no longer fit in cache (bench/reranker_throughput.py prints each).
+* fp32 and weight-only int8 (``MatMulNBits``, activations quantised per row and block) have no
+  scale shared across rows: any grouping gives the same logits, so runs of 4 (measured: as fast as
+  or faster than single pairs; runs of 64 were 1.5-4x slower, lost to padding and cache misses).
+* dynamic int8 picks ONE activation scale per run, so a pair's logit moved by up to 2.6 with its
+  run neighbours: every pair runs alone. It is also the fastest model on this CPU (int8 VNNI
+  kernels), which is why provisioning tries it first (services/reranker/provision.py).
 """
 
 from __future__ import annotations
@@ -33,15 +33,24 @@ MODEL_FILES: dict[str, str] = {"int8": "model_int8.onnx", "fp32": "model_fp32.on
 TOKENIZER_FILE = "tokenizer.json"
 PROVENANCE_FILE = "provenance.json"
 MAX_PAIR_TOKENS = 512
-PAIRS_PER_RUN = 4
+Int8Scheme = Literal["dynamic", "weight-only"]
+PAIRS_PER_RUN: dict[Int8Scheme | None, int] = {"dynamic": 1, "weight-only": 4, None: 4}
+
+
+def _provenance(model_dir: Path) -> dict[str, object]:
+    provenance = model_dir / PROVENANCE_FILE
+    return json.loads(provenance.read_text()) if provenance.exists() else {}
 
 
 def model_label(model_dir: Path) -> str:
     """The model's name as provisioned; a stand-in says so."""
-    provenance = model_dir / PROVENANCE_FILE
-    if provenance.exists():
-        return str(json.loads(provenance.read_text()).get("name", model_dir.name))
-    return model_dir.name
+    return str(_provenance(model_dir).get("name", model_dir.name))
+
+
+def served_int8_scheme(model_dir: Path) -> Int8Scheme | None:
+    """How ``model_int8.onnx`` was quantised, as provisioning recorded it."""
+    scheme = _provenance(model_dir).get("int8_scheme")
+    return scheme if scheme in ("dynamic", "weight-only") else None  # type: ignore[return-value]
 
 
 class CrossEncoder:
@@ -52,20 +61,22 @@ class CrossEncoder:
         model_dir: Path,
         threads: int = 0,
         precision: Precision = "int8",
-        pairs_per_run: int = PAIRS_PER_RUN,
+        pairs_per_run: int | None = None,
     ) -> None:
+        """``pairs_per_run`` defaults to what the provisioned model allows (see the module doc)."""
         model_path = model_dir / MODEL_FILES[precision]
         if not model_path.exists():
             raise ModelMissingError(
                 f"no {precision} cross-encoder at {model_path}; run `hindsight models pull` "
                 "(int8 is written only once it ranks pairs like fp32)"
             )
-        self.name = f"{model_label(model_dir)} [{precision}]"
+        scheme = served_int8_scheme(model_dir) if precision == "int8" else None
+        self.name = f"{model_label(model_dir)} [{precision}{f' {scheme}' if scheme else ''}]"
         self._session = create_session(model_path, threads)
         self._tokenizer = load_tokenizer(model_dir / TOKENIZER_FILE, MAX_PAIR_TOKENS)
         self._tokenizer.no_padding()
         self._pad_id = self._tokenizer.token_to_id("[PAD]") or 0
-        self.pairs_per_run = pairs_per_run
+        self.pairs_per_run = pairs_per_run or PAIRS_PER_RUN[scheme]
 
     def score(self, question: str, passages: list[str]) -> np.ndarray:
         """Raw logits, one per passage, in the order given."""

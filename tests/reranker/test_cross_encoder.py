@@ -96,9 +96,11 @@ def test_logits_do_not_depend_on_padding_or_neighbours(
 def test_standin_int8_passes_the_ranking_check_and_is_installed(
     standin: tuple[Path, ProvisionReport],
 ) -> None:
-    """Weight-only int8 of the fused graph ranks the check set like fp32, so it is served."""
+    """Dynamic int8 is tried first; on the stand-in it is refused and weight-only int8 is served."""
     model_dir, report = standin
     assert report.int8_verified and report.spearman_int8_vs_fp32 >= MIN_SPEARMAN
+    assert set(report.spearman_by_scheme) == {"dynamic", "weight-only"}
+    assert report.spearman_by_scheme["dynamic"] < MIN_SPEARMAN and report.int8_scheme == "weight-only"
     assert (model_dir / MODEL_FILES["int8"]).exists() and (model_dir / MODEL_FILES["fp32"]).exists()
 
 
@@ -112,13 +114,29 @@ def test_int8_that_ranks_unlike_fp32_is_refused(
 
     def reversed_int8(self: CrossEncoder, pairs: list[tuple[str, str]]) -> np.ndarray:
         logits = real_score_pairs(self, pairs)
-        return -logits if self.name.endswith("[int8]") else logits
+        return -logits if "[int8" in self.name else logits
 
     monkeypatch.setattr(CrossEncoder, "score_pairs", reversed_int8)
     report = provision.quantize_and_verify(tmp_path, "reversed")
     assert not report.int8_verified and report.spearman_int8_vs_fp32 < MIN_SPEARMAN
     assert not (tmp_path / MODEL_FILES["int8"]).exists()
     assert "int8 refused" in report.detail
+
+
+def test_dynamic_int8_runs_each_pair_alone_and_equals_a_direct_run(dynamic_int8_dir: Path) -> None:
+    encoder = CrossEncoder(dynamic_int8_dir, threads=1, precision="int8")
+    assert encoder.pairs_per_run == 1 and "[int8 dynamic]" in encoder.name
+    texts = passages(40, seed=4)
+    expected = direct_logits(dynamic_int8_dir, "int8", [(QUESTION, t) for t in texts])
+    np.testing.assert_array_equal(encoder.score(QUESTION, texts), expected)
+
+
+def test_dynamic_int8_in_shared_runs_would_depend_on_neighbours(dynamic_int8_dir: Path) -> None:
+    """Why dynamic int8 never shares a run: one activation scale per run moves a pair's logit."""
+    encoder = CrossEncoder(dynamic_int8_dir, threads=1, precision="int8", pairs_per_run=64)
+    texts = passages(40, seed=4)
+    alone = CrossEncoder(dynamic_int8_dir, threads=1, precision="int8").score(QUESTION, texts)
+    assert np.abs(encoder.score(QUESTION, texts) - alone).max() > 1e-3
 
 
 def test_standin_scores_spread_across_the_threshold(standin_dir: Path) -> None:
