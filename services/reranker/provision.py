@@ -7,10 +7,12 @@ Either way ``model_int8.onnx`` is installed only once its scores rank a fixed se
 the fp32 model's do (Spearman >= 0.99); ``model_fp32.onnx`` stays next to it. Two int8 schemes
 are tried, fastest first (bench/reranker_throughput.py measures both):
 
-1. dynamic per-channel int8: ~3x the pairs/s of the others here, but one activation scale per
-   run, so the worker runs its pairs one by one; the stand-in fails the check with it (0.98);
+1. dynamic per-channel int8: 2-3x the pairs/s of weight-only int8 on this CPU (VNNI kernels),
+   but one activation scale per run, so the worker runs its pairs one by one; the stand-in fails
+   the check with it (Spearman 0.98);
 2. weight-only int8 of the fused graph (``shared.onnx_runtime.quantize_int8_weight_only``):
-   about fp32's speed, batch-invariant, and close to fp32 (0.9997 on the stand-in).
+   batch-invariant and close to fp32 (0.9997 on the stand-in), but ~0.85x the speed of ONNX fp32
+   here: on an AVX-512 CPU fp32 GEMMs are already fast, and per-block scaling costs what int8 saves.
 """
 
 from __future__ import annotations
