@@ -4,7 +4,9 @@ Same model, same pairs, same run, same thread count. Offline the model is the st
 the packaged MiniLM-L6 weights (same architecture as ms-marco-MiniLM-L-6-v2: speed carries over,
 scores do not); every figure printed says so.
 
-    PYTHONPATH=. python bench/reranker_throughput.py --pairs 256 --repeats 3
+    PYTHONPATH=. python bench/reranker_throughput.py --pairs 64 --repeats 8
+
+On shared cores prefer many short rounds (as above): each round times every contender in turn.
 
 Also printed: both int8 schemes provisioning tries (dynamic, served only where it passes the
 ranking check, one pair per run; weight-only with several run sizes, padded to the longest pair).
