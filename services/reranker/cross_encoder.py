@@ -1,16 +1,19 @@
 """Score (question, passage) pairs with an ONNX cross-encoder, reading the raw logit.
 
-The micro-batcher hands this class batches of up to 64 pairs; they are tokenised in one batch
-call, and then each pair goes through the session on its own, unpadded. Two measurements on this
-project's CPU decided that over "pad each batch to its longest pair":
+The micro-batcher hands this class batches of up to 64 pairs from different questions. They are
+tokenised in one call, sorted by length, and run through the session in groups of ``pairs_per_run``,
+each group padded to its longest pair (dynamic padding), then put back in the order given.
 
-* speed: one pair per run was 1.8x (fp32) and 2.7x (int8) the pairs/s of length-sorted batches
-  of 64 padded to their longest pair (bench/reranker_throughput.py prints the padded figure too);
-  big padded batches spend their time on padding and on activations that no longer fit in cache.
-* exactness: dynamic int8 quantisation picks one activation scale per tensor, i.e. per run, so
-  inside a batch a pair's logit depended on its neighbours (up to 2.6 logits on the stand-in).
-  The micro-batcher mixes different users' questions and the threshold decides what survives,
-  so a logit must be a function of its pair alone. One pair per run makes it so, in both precisions.
+A pair's logit must be a function of that pair alone: the batcher mixes different users'
+questions and the threshold decides what survives. How many pairs may share a run therefore
+depends on the model (``PAIRS_PER_RUN``; tests/reranker prove each bit for bit):
+
+* fp32 and weight-only int8 (``MatMulNBits``, activations quantised per row and block) have no
+  scale shared across rows: any grouping gives the same logits, so runs of 4 (measured: as fast as
+  or faster than single pairs; runs of 64 were 1.5-4x slower, lost to padding and cache misses).
+* dynamic int8 picks ONE activation scale per run, so a pair's logit moved by up to 2.6 with its
+  run neighbours: every pair runs alone. It is also the fastest model on this CPU (int8 VNNI
+  kernels), which is why provisioning tries it first (services/reranker/provision.py).
 """
 
 from __future__ import annotations
@@ -30,46 +33,70 @@ MODEL_FILES: dict[str, str] = {"int8": "model_int8.onnx", "fp32": "model_fp32.on
 TOKENIZER_FILE = "tokenizer.json"
 PROVENANCE_FILE = "provenance.json"
 MAX_PAIR_TOKENS = 512
+Int8Scheme = Literal["dynamic", "weight-only"]
+PAIRS_PER_RUN: dict[Int8Scheme | None, int] = {"dynamic": 1, "weight-only": 4, None: 4}
+
+
+def _provenance(model_dir: Path) -> dict[str, object]:
+    provenance = model_dir / PROVENANCE_FILE
+    return json.loads(provenance.read_text()) if provenance.exists() else {}
 
 
 def model_label(model_dir: Path) -> str:
     """The model's name as provisioned; a stand-in says so."""
-    provenance = model_dir / PROVENANCE_FILE
-    if provenance.exists():
-        return str(json.loads(provenance.read_text()).get("name", model_dir.name))
-    return model_dir.name
+    return str(_provenance(model_dir).get("name", model_dir.name))
+
+
+def served_int8_scheme(model_dir: Path) -> Int8Scheme | None:
+    """How ``model_int8.onnx`` was quantised, as provisioning recorded it."""
+    scheme = _provenance(model_dir).get("int8_scheme")
+    return scheme if scheme in ("dynamic", "weight-only") else None  # type: ignore[return-value]
 
 
 class CrossEncoder:
     """One warm ONNX Runtime session; not thread-safe by design (the micro-batcher owns it)."""
 
-    def __init__(self, model_dir: Path, threads: int = 0, precision: Precision = "int8") -> None:
+    def __init__(
+        self,
+        model_dir: Path,
+        threads: int = 0,
+        precision: Precision = "int8",
+        pairs_per_run: int | None = None,
+    ) -> None:
+        """``pairs_per_run`` defaults to what the provisioned model allows (see the module doc)."""
         model_path = model_dir / MODEL_FILES[precision]
         if not model_path.exists():
             raise ModelMissingError(
                 f"no {precision} cross-encoder at {model_path}; run `hindsight models pull` "
                 "(int8 is written only once it ranks pairs like fp32)"
             )
-        self.name = f"{model_label(model_dir)} [{precision}]"
+        scheme = served_int8_scheme(model_dir) if precision == "int8" else None
+        self.name = f"{model_label(model_dir)} [{precision}{f' {scheme}' if scheme else ''}]"
         self._session = create_session(model_path, threads)
         self._tokenizer = load_tokenizer(model_dir / TOKENIZER_FILE, MAX_PAIR_TOKENS)
         self._tokenizer.no_padding()
         self._pad_id = self._tokenizer.token_to_id("[PAD]") or 0
+        self.pairs_per_run = pairs_per_run or PAIRS_PER_RUN[scheme]
 
     def score(self, question: str, passages: list[str]) -> np.ndarray:
         """Raw logits, one per passage, in the order given."""
         return self.score_pairs([(question, passage) for passage in passages])
 
     def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray:
-        """Raw logits in the order given: one batch tokenisation, one unpadded run per pair."""
+        """Raw logits in the order given: one tokenisation, length-sorted runs padded to their longest."""
         encodings = self.tokenize(pairs)
-        return np.concatenate([self.run([e]) for e in encodings] or [np.zeros(0, np.float32)])
+        order = sorted(range(len(pairs)), key=lambda i: len(encodings[i].ids))
+        logits = np.zeros(len(pairs), dtype=np.float32)
+        for start in range(0, len(order), self.pairs_per_run):
+            group = order[start : start + self.pairs_per_run]
+            logits[group] = self.run([encodings[i] for i in group])
+        return logits
 
     def tokenize(self, pairs: list[tuple[str, str]]) -> list[Encoding]:
         return self._tokenizer.encode_batch(pairs)
 
     def run(self, encodings: list[Encoding]) -> np.ndarray:
-        """One session call over pairs padded to the longest of them (the worker passes one)."""
+        """One session call over pairs padded to the longest of them."""
         width = max(len(e.ids) for e in encodings)
         ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
         mask = np.zeros_like(ids)

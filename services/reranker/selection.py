@@ -20,7 +20,10 @@ def select_candidates(
         candidate.model_copy(update={"rerank_score": float(logit)})
         for candidate, logit in zip(candidates, logits, strict=True)
     ]
-    passing = sorted((c for c in scored if c.rerank_score >= threshold), key=lambda c: -c.rerank_score)
+    order = sorted(
+        (i for i, logit in enumerate(logits) if logit >= threshold), key=lambda i: -float(logits[i])
+    )
+    passing = [scored[i] for i in order]
     used_fallback = not passing and bool(scored)
     kept = scored[:fallback_k] if used_fallback else passing
     outcome = RerankOutcome(

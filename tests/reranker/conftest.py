@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import shutil
 import socket
 import subprocess
 import time
@@ -13,10 +12,15 @@ from pathlib import Path
 import pytest
 import redis
 
-from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE
-from services.reranker.provision import HEAD_FIT_TEXTS, ProvisionReport, build_standin
+from services.reranker.cross_encoder import MODEL_FILES, PROVENANCE_FILE, TOKENIZER_FILE
+from services.reranker.provision import (
+    CONFIG_FILE,
+    HEAD_FIT_TEXTS,
+    ProvisionReport,
+    build_standin,
+    quantize_int8,
+)
 from shared.contracts import Candidate, Chunk, SourceKind
-from shared.onnx_runtime import quantize_int8_per_channel
 
 
 @pytest.fixture(scope="session")
@@ -32,12 +36,23 @@ def standin_dir(standin: tuple[Path, ProvisionReport]) -> Path:
 
 
 @pytest.fixture(scope="session")
-def unverified_int8_dir(standin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The stand-in's int8 file WITHOUT the ranking check, to test int8 execution mechanics only."""
-    model_dir = tmp_path_factory.mktemp("reranker") / "int8-unverified"
+def dynamic_int8_dir(standin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stand-in with dynamic int8 recorded as served, as provisioning writes it for a model
+    that passes the ranking check with it (the stand-in does not), to test its execution."""
+    model_dir = tmp_path_factory.mktemp("reranker") / "dynamic"
     model_dir.mkdir()
-    shutil.copy(standin_dir / TOKENIZER_FILE, model_dir / TOKENIZER_FILE)
-    quantize_int8_per_channel(standin_dir / MODEL_FILES["fp32"], model_dir / MODEL_FILES["int8"])
+    for name in (TOKENIZER_FILE, CONFIG_FILE, MODEL_FILES["fp32"]):
+        (model_dir / name).symlink_to(standin_dir / name)
+    quantize_int8(model_dir, "dynamic")
+    report = ProvisionReport(
+        name="stand-in, dynamic int8 for execution tests",
+        int8_verified=True,
+        int8_scheme="dynamic",
+        spearman_int8_vs_fp32=0.0,
+        spearman_by_scheme={},
+        detail="written by the test fixture, not by provisioning",
+    )
+    (model_dir / PROVENANCE_FILE).write_text(report.model_dump_json())
     return model_dir
 
 

@@ -10,6 +10,7 @@ import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
+from services.reranker import provision
 from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE, CrossEncoder
 from services.reranker.provision import HEAD_FIT_TEXTS, MIN_SPEARMAN, ProvisionReport
@@ -55,7 +56,8 @@ class RunRecorder:
 
 @pytest.mark.parametrize("count", [1, 63, 64, 65, 200])
 def test_batches_of_64_give_each_pair_its_direct_onnx_logit(standin_dir: Path, count: int) -> None:
-    encoder = CrossEncoder(standin_dir, threads=1, precision="fp32")
+    """Sorted, padded runs of 8 inside batches of 64 give every pair its own unpadded logit, bit for bit."""
+    encoder = CrossEncoder(standin_dir, threads=1, precision="int8", pairs_per_run=8)
     recorder = RunRecorder(encoder._session)
     encoder._session = recorder  # type: ignore[assignment]
     batch_sizes: list[int] = []
@@ -68,30 +70,78 @@ def test_batches_of_64_give_each_pair_its_direct_onnx_logit(standin_dir: Path, c
     logits = MicroBatcher(score_pairs, batch_size=64, max_wait_s=0.01).score(QUESTION, texts)
     assert batch_sizes == [min(64, count - 64 * i) for i in range(math.ceil(count / 64))]
     lengths = [len(e.ids) for e in encoder.tokenize([(QUESTION, t) for t in texts])]
-    assert recorder.shapes == [(1, n) for n in lengths], "each pair runs alone, unpadded"
-    expected = direct_logits(standin_dir, "fp32", [(QUESTION, t) for t in texts])
+    expected_shapes = []
+    for start in range(0, count, 64):
+        ordered = sorted(lengths[start : start + 64])
+        expected_shapes += [
+            (len(ordered[i : i + 8]), ordered[i : i + 8][-1]) for i in range(0, len(ordered), 8)
+        ]
+    assert recorder.shapes == expected_shapes, "length-sorted runs of 8, each padded to its longest"
+    expected = direct_logits(standin_dir, "int8", [(QUESTION, t) for t in texts])
     np.testing.assert_array_equal(logits, expected)
 
 
-def test_int8_runs_one_pair_per_call_and_equals_direct_run(unverified_int8_dir: Path) -> None:
-    """Dynamic int8 picks one activation scale per run; scored alone, a pair's logit is its own."""
-    encoder = CrossEncoder(unverified_int8_dir, threads=1, precision="int8")
-    texts = passages(70, seed=3)
-    logits = encoder.score(QUESTION, texts)
-    expected = direct_logits(unverified_int8_dir, "int8", [(QUESTION, t) for t in texts])
-    np.testing.assert_array_equal(logits, expected)
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+@pytest.mark.parametrize("pairs_per_run", [1, 5, 64])
+def test_logits_do_not_depend_on_padding_or_neighbours(
+    standin_dir: Path, precision: str, pairs_per_run: int
+) -> None:
+    """Whatever the run size, each pair gets exactly the logit of a direct run of it alone."""
+    encoder = CrossEncoder(standin_dir, threads=1, precision=precision, pairs_per_run=pairs_per_run)  # type: ignore[arg-type]
+    texts = passages(40, seed=3)
+    expected = direct_logits(standin_dir, precision, [(QUESTION, t) for t in texts])
+    np.testing.assert_array_equal(encoder.score(QUESTION, texts), expected)
 
 
-def test_int8_file_exists_only_when_it_ranks_like_fp32(standin: tuple[Path, ProvisionReport]) -> None:
+def test_standin_int8_passes_the_ranking_check_and_is_installed(
+    standin: tuple[Path, ProvisionReport],
+) -> None:
+    """Dynamic int8 is tried first; on the stand-in it is refused and weight-only int8 is served."""
     model_dir, report = standin
-    assert report.int8_verified == (report.spearman_int8_vs_fp32 >= MIN_SPEARMAN)
-    assert (model_dir / MODEL_FILES["int8"]).exists() == report.int8_verified
-    assert (model_dir / MODEL_FILES["fp32"]).exists()
+    assert report.int8_verified and report.spearman_int8_vs_fp32 >= MIN_SPEARMAN
+    assert set(report.spearman_by_scheme) == {"dynamic", "weight-only"}
+    assert report.spearman_by_scheme["dynamic"] < MIN_SPEARMAN and report.int8_scheme == "weight-only"
+    assert (model_dir / MODEL_FILES["int8"]).exists() and (model_dir / MODEL_FILES["fp32"]).exists()
+
+
+def test_int8_that_ranks_unlike_fp32_is_refused(
+    standin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model whose int8 ranks badly keeps no int8 file: here int8 scores are reversed fp32 scores."""
+    for name in ("model_fp32.onnx", "tokenizer.json", "config.json"):
+        (tmp_path / name).symlink_to(standin_dir / name)
+    real_score_pairs = CrossEncoder.score_pairs
+
+    def reversed_int8(self: CrossEncoder, pairs: list[tuple[str, str]]) -> np.ndarray:
+        logits = real_score_pairs(self, pairs)
+        return -logits if "[int8" in self.name else logits
+
+    monkeypatch.setattr(CrossEncoder, "score_pairs", reversed_int8)
+    report = provision.quantize_and_verify(tmp_path, "reversed")
+    assert not report.int8_verified and report.spearman_int8_vs_fp32 < MIN_SPEARMAN
+    assert not (tmp_path / MODEL_FILES["int8"]).exists()
+    assert "int8 refused" in report.detail
+
+
+def test_dynamic_int8_runs_each_pair_alone_and_equals_a_direct_run(dynamic_int8_dir: Path) -> None:
+    encoder = CrossEncoder(dynamic_int8_dir, threads=1, precision="int8")
+    assert encoder.pairs_per_run == 1 and "[int8 dynamic]" in encoder.name
+    texts = passages(40, seed=4)
+    expected = direct_logits(dynamic_int8_dir, "int8", [(QUESTION, t) for t in texts])
+    np.testing.assert_array_equal(encoder.score(QUESTION, texts), expected)
+
+
+def test_dynamic_int8_in_shared_runs_would_depend_on_neighbours(dynamic_int8_dir: Path) -> None:
+    """Why dynamic int8 never shares a run: one activation scale per run moves a pair's logit."""
+    encoder = CrossEncoder(dynamic_int8_dir, threads=1, precision="int8", pairs_per_run=64)
+    texts = passages(40, seed=4)
+    alone = CrossEncoder(dynamic_int8_dir, threads=1, precision="int8").score(QUESTION, texts)
+    assert np.abs(encoder.score(QUESTION, texts) - alone).max() > 1e-3
 
 
 def test_standin_scores_spread_across_the_threshold(standin_dir: Path) -> None:
     """The fitted head gives logits with real spread, so threshold tests exercise both sides."""
     texts = [text for pair in HEAD_FIT_TEXTS for text in pair]
-    logits = CrossEncoder(standin_dir, threads=1, precision="fp32").score(QUESTION, texts)
+    logits = CrossEncoder(standin_dir, threads=1, precision="int8").score(QUESTION, texts)
     assert logits.max() - logits.min() > 2.0
     assert (logits >= -5.0).any() and (logits < -5.0).any()

@@ -21,7 +21,7 @@ QUESTIONS = [question for question, _ in HEAD_FIT_TEXTS]
 
 
 def settings_for(model_dir: Path, **overrides: object) -> Settings:
-    return Settings(reranker_model_dir=model_dir, reranker_precision="fp32", onnx_threads=1, **overrides)
+    return Settings(reranker_model_dir=model_dir, onnx_threads=1, **overrides)
 
 
 def test_keeps_logits_at_or_above_threshold_by_descending_logit(standin_dir: Path) -> None:
@@ -58,18 +58,25 @@ def test_passes_fused_order_through_without_a_model(tmp_path: Path) -> None:
     assert describe(outcome) == "Reranker has no model: passing 35 candidates through in fused order"
 
 
-def test_refused_int8_means_pass_through_not_an_unverified_model(standin_dir: Path) -> None:
-    """With the default precision the worker serves int8 only if provisioning verified it."""
-    reranker = Reranker(Settings(reranker_model_dir=standin_dir, onnx_threads=1))
-    assert (reranker.encoder is None) == (not (standin_dir / "model_int8.onnx").exists())
+def test_serves_the_verified_int8_by_default(standin_dir: Path) -> None:
+    reranker = Reranker(settings_for(standin_dir))
+    assert reranker.encoder is not None and "[int8 weight-only]" in reranker.encoder.name
+    assert reranker.status.mode == "scoring"
+
+
+def test_refused_int8_means_pass_through_not_an_unverified_model(standin_dir: Path, tmp_path: Path) -> None:
+    """Where provisioning refused int8 (no int8 file), the default precision never falls back silently."""
+    for name in ("model_fp32.onnx", "tokenizer.json"):
+        (tmp_path / name).symlink_to(standin_dir / name)
+    reranker = Reranker(settings_for(tmp_path))
+    assert reranker.encoder is None and reranker.status.mode == "pass-through"
+    assert Reranker(settings_for(tmp_path, reranker_precision="fp32")).status.mode == "scoring"
 
 
 @pytest.mark.parametrize("precision", ["fp32", "int8"])
-def test_micro_batched_scores_equal_each_question_scored_alone(
-    standin_dir: Path, unverified_int8_dir: Path, precision: str
-) -> None:
-    model_dir = standin_dir if precision == "fp32" else unverified_int8_dir
-    encoder = CrossEncoder(model_dir, threads=1, precision=precision)  # type: ignore[arg-type]
+def test_micro_batched_scores_equal_each_question_scored_alone(standin_dir: Path, precision: str) -> None:
+    """Five questions share three padded batches; each gets exactly what it gets scored alone."""
+    encoder = CrossEncoder(standin_dir, threads=1, precision=precision, pairs_per_run=64)  # type: ignore[arg-type]
     sizes = [35, 60, 7, 35, 1]
     work = [(QUESTIONS[i], passages(n, seed=i)) for i, n in enumerate(sizes)]
     alone = [encoder.score(question, texts) for question, texts in work]

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def start_worker(env: dict[str, str], name: str, log: Path) -> subprocess.Popen[bytes]:
     argv = [
-        sys.executable, "-m", "celery", "-A", "services.reranker.tasks", "worker", "-Q", "rerank",
+        sys.executable, "-m", "celery", "-A", "tests.reranker.quick_redelivery_app", "worker", "-Q", "rerank",
         "--pool", "threads", "--concurrency", "2", "-n", f"{name}@%h",
         "--without-gossip", "--without-mingle", "--loglevel", "INFO",
     ]  # fmt: skip
