@@ -59,7 +59,9 @@ def test_worker_killed_mid_batch_task_is_redelivered_and_completes(
         "HINDSIGHT_RERANKER_MODEL_DIR": str(standin_dir),
         "HINDSIGHT_RERANKER_PRECISION": "fp32",
         "HINDSIGHT_ONNX_THREADS": "1",
-        "HINDSIGHT_BROKER_VISIBILITY_TIMEOUT_S": "3",
+        # Redelivery waits this long; it must outlast the second worker's scoring, or Redis hands the
+        # task out a third time while it is still running.
+        "HINDSIGHT_BROKER_VISIBILITY_TIMEOUT_S": "30",
     }
     for key in ("HINDSIGHT_REDIS_URL", "HINDSIGHT_BROKER_VISIBILITY_TIMEOUT_S"):
         monkeypatch.setenv(key, env[key])
