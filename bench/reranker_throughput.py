@@ -29,7 +29,7 @@ from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE, CrossEncoder, Int8Scheme
 from services.reranker.provision import CONFIG_FILE, HEAD_FIT_TEXTS, build_standin, fitted_head, quantize_int8
 from shared.model_prep import CALIBRATION_TEXTS, packaged_minilm_dir
-from shared.onnx_runtime import available_cores
+from shared.cpu import available_cores
 
 TORCH = "sentence_transformers.CrossEncoder torch fp32 (batch 64)"
 LABEL = "[offline stand-in: MiniLM-L6 weights, fitted head; speed carries over, scores do not]"
@@ -136,10 +136,13 @@ def main() -> None:
             return CrossEncoder(weight_only_dir, threads, precision="int8", pairs_per_run=size).score_pairs
 
         served = f"{report.int8_scheme or 'weight-only, unverified'}, runs of {int8.pairs_per_run}"
+        auto = {
+            precision: " <- auto" if report.served_precision == precision else "" for precision in MODEL_FILES
+        }
         contenders: list[tuple[str, Callable[[list[tuple[str, str]]], object]]] = [
-            (f"worker int8 ({served}), batcher (64)", lambda p: int8_worker.submit(p).result()),
+            (f"worker int8 ({served}), batcher{auto['int8']}", lambda p: int8_worker.submit(p).result()),
             (
-                f"worker fp32 (runs of {fp32.pairs_per_run}), batcher (64)",
+                f"worker fp32 (runs of {fp32.pairs_per_run}), batcher{auto['fp32']}",
                 lambda p: fp32_worker.submit(p).result(),
             ),
             *[(f"int8 weight-only, sorted runs of {n}, padded", int8_runs_of(n)) for n in (1, 16, 64)],
@@ -152,9 +155,10 @@ def main() -> None:
         print(f"\nthroughput, {len(pairs)} pairs, {threads} threads, {rounds} {LABEL}")
         for name, rate in rates.items():
             print(f"  {name:<56} {rate:8.1f} pairs/s  {rate / baseline:5.2f}x torch")
-        print(f"\nlatency of one question through the worker's batcher (int8) {LABEL}")
+        served_worker = int8_worker if report.served_precision == "int8" else fp32_worker
+        print(f"\nlatency of one question through the worker's batcher ({report.served_precision}) {LABEL}")
         for size in (35, 60):
-            p50, p95 = latency_ms(int8_worker, size, args.latency_repeats)
+            p50, p95 = latency_ms(served_worker, size, args.latency_repeats)
             print(
                 f"  {size} pairs: p50 {p50:7.1f} ms   p95 {p95:7.1f} ms   ({args.latency_repeats} questions)"
             )

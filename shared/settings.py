@@ -83,8 +83,9 @@ class Settings(BaseSettings):
     rerank_batch_size: int = 64
     rerank_threshold: float = -5.0
     rerank_fallback_k: int = 20
-    # int8 is served only once provisioning verified it against fp32; fp32 is exact and slower.
-    reranker_precision: Literal["int8", "fp32"] = "int8"
+    # int8 exists only once provisioning verified it against fp32; ``auto`` serves whichever verified
+    # precision provisioning measured fastest on this machine.
+    reranker_precision: Literal["auto", "int8", "fp32"] = "auto"
     # How long the micro-batcher holds a partial batch for other questions' pairs.
     rerank_max_wait_ms: float = 10.0
     # Redis redelivers a message a killed worker had not acknowledged after this many seconds.

@@ -29,6 +29,7 @@ from shared.embedding import ModelMissingError
 from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer
 
 Precision = Literal["int8", "fp32"]
+RequestedPrecision = Literal["auto", "int8", "fp32"]
 MODEL_FILES: dict[str, str] = {"int8": "model_int8.onnx", "fp32": "model_fp32.onnx"}
 TOKENIZER_FILE = "tokenizer.json"
 PROVENANCE_FILE = "provenance.json"
@@ -53,6 +54,17 @@ def served_int8_scheme(model_dir: Path) -> Int8Scheme | None:
     return scheme if scheme in ("dynamic", "weight-only") else None  # type: ignore[return-value]
 
 
+def resolve_precision(model_dir: Path, requested: RequestedPrecision) -> Precision:
+    """``auto`` is what provisioning measured fastest among the precisions it verified; without a
+    provisioning record, the int8 file if there is one (it is written only once verified), else fp32."""
+    if requested != "auto":
+        return requested
+    served = _provenance(model_dir).get("served_precision")
+    if served in ("int8", "fp32"):
+        return served  # type: ignore[return-value]
+    return "int8" if (model_dir / MODEL_FILES["int8"]).exists() else "fp32"
+
+
 class CrossEncoder:
     """One warm ONNX Runtime session; not thread-safe by design (the micro-batcher owns it)."""
 
@@ -60,10 +72,12 @@ class CrossEncoder:
         self,
         model_dir: Path,
         threads: int = 0,
-        precision: Precision = "int8",
+        precision: RequestedPrecision = "auto",
         pairs_per_run: int | None = None,
     ) -> None:
         """``pairs_per_run`` defaults to what the provisioned model allows (see the module doc)."""
+        precision = resolve_precision(model_dir, precision)
+        self.precision: Precision = precision
         model_path = model_dir / MODEL_FILES[precision]
         if not model_path.exists():
             raise ModelMissingError(

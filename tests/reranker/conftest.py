@@ -50,6 +50,8 @@ def dynamic_int8_dir(standin_dir: Path, tmp_path_factory: pytest.TempPathFactory
         int8_scheme="dynamic",
         spearman_int8_vs_fp32=0.0,
         spearman_by_scheme={},
+        pairs_per_s={},
+        served_precision="int8",
         detail="written by the test fixture, not by provisioning",
     )
     (model_dir / PROVENANCE_FILE).write_text(report.model_dump_json())

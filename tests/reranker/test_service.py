@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -58,19 +59,26 @@ def test_passes_fused_order_through_without_a_model(tmp_path: Path) -> None:
     assert describe(outcome) == "Reranker has no model: passing 35 candidates through in fused order"
 
 
-def test_serves_the_verified_int8_by_default(standin_dir: Path) -> None:
+def test_auto_serves_the_verified_precision_that_provisioning_measured_fastest(standin_dir: Path) -> None:
+    report = json.loads((standin_dir / "provenance.json").read_text())
+    assert report["int8_verified"] and set(report["pairs_per_s"]) == {"fp32", "int8"}
+    fastest = max(report["pairs_per_s"], key=report["pairs_per_s"].get)
+    assert report["served_precision"] == fastest
     reranker = Reranker(settings_for(standin_dir))
-    assert reranker.encoder is not None and "[int8 weight-only]" in reranker.encoder.name
-    assert reranker.status.mode == "scoring"
+    assert reranker.encoder is not None and reranker.encoder.precision == fastest
+    assert f"[{fastest}" in reranker.encoder.name and reranker.status.mode == "scoring"
 
 
-def test_refused_int8_means_pass_through_not_an_unverified_model(standin_dir: Path, tmp_path: Path) -> None:
-    """Where provisioning refused int8 (no int8 file), the default precision never falls back silently."""
+def test_refused_int8_is_never_served_and_auto_falls_back_to_exact_fp32(
+    standin_dir: Path, tmp_path: Path
+) -> None:
+    """Where provisioning refused int8 (no int8 file), asking for int8 passes through; auto serves fp32."""
     for name in ("model_fp32.onnx", "tokenizer.json"):
         (tmp_path / name).symlink_to(standin_dir / name)
-    reranker = Reranker(settings_for(tmp_path))
-    assert reranker.encoder is None and reranker.status.mode == "pass-through"
-    assert Reranker(settings_for(tmp_path, reranker_precision="fp32")).status.mode == "scoring"
+    refused = Reranker(settings_for(tmp_path, reranker_precision="int8"))
+    assert refused.encoder is None and refused.status.mode == "pass-through"
+    auto = Reranker(settings_for(tmp_path))
+    assert auto.encoder is not None and auto.encoder.precision == "fp32"
 
 
 @pytest.mark.parametrize("precision", ["fp32", "int8"])
