@@ -28,8 +28,8 @@ import numpy as np
 from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE, CrossEncoder, Int8Scheme
 from services.reranker.provision import CONFIG_FILE, HEAD_FIT_TEXTS, build_standin, fitted_head, quantize_int8
-from shared.model_prep import CALIBRATION_TEXTS, packaged_minilm_dir
 from shared.cpu import available_cores
+from shared.model_prep import CALIBRATION_TEXTS, packaged_minilm_dir
 
 TORCH = "sentence_transformers.CrossEncoder torch fp32 (batch 64)"
 LABEL = "[offline stand-in: MiniLM-L6 weights, fitted head; speed carries over, scores do not]"
