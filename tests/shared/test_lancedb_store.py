@@ -1,0 +1,63 @@
+"""The embedded store stays correct across its periodic compactions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shared.contracts import Chunk, Document, SourceKind
+from shared.stores import lancedb_store
+from shared.stores.lancedb_store import LanceDBStore
+
+DIMENSION = 8
+
+
+def document(number: int, words: list[str]) -> tuple[Document, list[Chunk]]:
+    uri = f"/notes/{number}.md"
+    doc = Document(id=f"doc{number}", source_uri=uri, kind=SourceKind.MARKDOWN, title=f"note {number}",
+                   content_hash="-".join(words))  # fmt: skip
+    chunks = [
+        Chunk(
+            id=f"doc{number}:{i}",
+            document_id=doc.id,
+            ordinal=i,
+            text=word,
+            char_start=0,
+            char_end=len(word),
+            title=doc.title,
+            source_uri=uri,
+            kind=SourceKind.MARKDOWN,
+        )
+        for i, word in enumerate(words)
+    ]
+    return doc, chunks
+
+
+def write(store: LanceDBStore, number: int, words: list[str]) -> None:
+    doc, chunks = document(number, words)
+    vectors = np.random.default_rng(number).random((len(chunks), DIMENSION), dtype=np.float32)
+    store.replace_document(doc, chunks, vectors)
+
+
+def test_replaces_and_deletes_stay_exact_across_compactions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lancedb_store, "COMPACT_EVERY_WRITES", 7)
+    store = LanceDBStore(tmp_path, DIMENSION)
+    for number in range(40):
+        write(store, number, [f"alpha{number}", f"beta{number}", f"gamma{number}"])
+    for number in range(0, 40, 2):
+        write(store, number, [f"delta{number}"])
+    for number in range(1, 40, 10):
+        store.delete_document(f"doc{number}")
+
+    manifest = store.manifest()
+    assert len(manifest) == 36
+    assert store.count_chunks() == 20 * 1 + 16 * 3
+    assert manifest["/notes/4.md"].chunk_count == 1 and manifest["/notes/4.md"].content_hash == "delta4"
+    assert [c.text for c in store.document_chunks("doc4", [0, 1, 2])] == ["delta4"]
+    assert store.document_chunks("doc11", [0, 1, 2]) == []
+    assert [hit.chunk.id for hit in store.keyword_search("delta6", 5)] == ["doc6:0"]
+    assert store.keyword_search("alpha6", 5) == []
