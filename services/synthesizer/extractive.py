@@ -8,7 +8,7 @@ from shared.contracts import Candidate, Fact, MapBatch, MapResult
 
 def best_sentence_fact(question_words: set[str], candidate: Candidate) -> Fact | None:
     best: Fact | None = None
-    for sentence in sentences(candidate.text):
+    for sentence in (s for s in sentences(candidate.text) if s.is_statement):
         words = content_words(sentence.text)
         overlap = len(words & question_words) / len(question_words) if question_words else 0.0
         if best is None or overlap > best.relevance:

@@ -16,13 +16,14 @@ MIN_SUMMARY_WORDS = 12
 
 def relevance_gate(facts: list[Fact], min_relevance: float = MIN_RELEVANCE) -> list[Fact]:
     """Facts at or above ``min_relevance``; all of them if none pass; the top four if only one of
-    more than three passes (a single survivor is more often a gate too strict than the truth)."""
+    more than three passes (a single survivor is more often a gate too strict than the truth), but
+    never a fact that shares not one word with the question beside one that does."""
     ranked = sorted(facts, key=lambda f: f.relevance, reverse=True)
     passing = [f for f in ranked if f.relevance >= min_relevance]
     if not passing:
         return ranked
     if len(passing) == 1 and len(ranked) > 3:
-        return ranked[:LONE_SURVIVOR_KEEP]
+        return [f for f in ranked if f.relevance > 0][:LONE_SURVIVOR_KEEP]
     return passing
 
 

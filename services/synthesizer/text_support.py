@@ -65,6 +65,12 @@ CHARS_PER_TOKEN = 4
 class Sentence:
     text: str
     start: int
+    heading: bool = False
+
+    @property
+    def is_statement(self) -> bool:
+        """A claim a fact can rest on: not a heading, not a question."""
+        return not self.heading and not self.text.endswith("?")
 
 
 def sentences(text: str) -> list[Sentence]:
@@ -74,7 +80,8 @@ def sentences(text: str) -> list[Sentence]:
         raw = match.group(0)
         stripped = raw.strip().lstrip("#>*- ").strip()
         if len(stripped) >= MIN_SENTENCE_CHARS:
-            found.append(Sentence(stripped, match.start() + raw.index(stripped)))
+            heading = raw.lstrip().startswith("#")
+            found.append(Sentence(stripped, match.start() + raw.index(stripped), heading))
     return found
 
 

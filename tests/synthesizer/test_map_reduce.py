@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from services.synthesizer.extractive import best_sentence_fact
 from services.synthesizer.llm_map import llm_extract_facts
 from services.synthesizer.prompts import map_messages
 from services.synthesizer.quotes import locate_quote
 from services.synthesizer.reduce import NO_ANSWER, ReduceLimits, synthesize_answer
 from services.synthesizer.selection import compress, relevance_gate
 from services.synthesizer.tasks import map_batches
-from shared.contracts import Fact, MapResult
+from services.synthesizer.text_support import content_words
+from shared.contracts import Candidate, Chunk, Fact, MapResult, SourceKind
 from shared.interfaces import ChatMessage
 from shared.llms import ChatBackend
 from tests.synthesizer.corpus import all_chunks, question_state
@@ -108,6 +110,11 @@ def test_relevance_gate_keeps_all_when_none_pass_and_four_when_only_one_of_many_
     assert [f.text for f in relevance_gate(lone)] == ["strong", "w4", "w3", "w2"]
     several = [fact("a", 0.5), fact("b", 0.6), fact("c", 0.0), fact("d", 0.1)]
     assert [f.text for f in relevance_gate(several)] == ["b", "a"]
+
+
+def test_relevance_gate_never_adds_facts_sharing_no_word_with_the_question_to_a_lone_survivor() -> None:
+    unrelated = [fact(f"u{i}", 0.0) for i in range(4)]
+    assert [f.text for f in relevance_gate([*unrelated, fact("strong", 0.9)])] == ["strong"]
 
 
 def test_compression_shortens_the_largest_fact_first_and_stops_after_its_budget_of_calls() -> None:
@@ -218,3 +225,15 @@ def test_a_model_that_obeys_planted_instructions_cannot_take_over_the_answer() -
     assert "three hours and twenty minutes" in answer.markdown
     assert report.fallback_batches == len(results)
     assert all(c.verified for c in answer.citations)
+
+
+def test_extractive_facts_are_statements_never_headings_or_questions() -> None:
+    text = (
+        "## How long is the train from Zurich to Milan?\n\nThe train from Zurich to Milan takes three hours."
+    )
+    chunk = Chunk(id="d:0", document_id="d", ordinal=0, text=text, char_start=0, char_end=len(text),
+                  title="trip", source_uri="/trip.md", kind=SourceKind.MARKDOWN)  # fmt: skip
+    found = best_sentence_fact(content_words("How long is the train to Milan?"), Candidate(chunk=chunk))
+    assert found is not None
+    assert found.quote == "The train from Zurich to Milan takes three hours."
+    assert text[found.quote_start : found.quote_start + len(found.quote)] == found.quote
