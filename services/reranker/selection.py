@@ -26,15 +26,25 @@ def select_candidates(
     passing = [scored[i] for i in order]
     used_fallback = not passing and bool(scored)
     kept = scored[:fallback_k] if used_fallback else passing
-    outcome = RerankOutcome(
-        received=len(candidates),
+    return kept, outcome_of(len(candidates), kept, threshold, fallback_k, used_fallback, model)
+
+
+def outcome_of(
+    received: int,
+    kept: list[Candidate],
+    threshold: float,
+    fallback_k: int,
+    used_fallback: bool,
+    model: str | None,
+) -> RerankOutcome:
+    return RerankOutcome(
+        received=received,
         kept=len(kept),
         threshold=threshold,
         fallback_k=fallback_k,
         used_fallback=used_fallback,
         model=model,
     )
-    return kept, outcome
 
 
 def describe(outcome: RerankOutcome) -> str:
@@ -51,12 +61,5 @@ def describe(outcome: RerankOutcome) -> str:
 def pass_through(
     candidates: list[Candidate], threshold: float, fallback_k: int
 ) -> tuple[list[Candidate], RerankOutcome]:
-    outcome = RerankOutcome(
-        received=len(candidates),
-        kept=len(candidates),
-        threshold=threshold,
-        fallback_k=fallback_k,
-        used_fallback=False,
-        model=None,
-    )
-    return candidates, outcome
+    """No model: every candidate, in fused order, said as such (``model`` is ``None``)."""
+    return candidates, outcome_of(len(candidates), candidates, threshold, fallback_k, False, None)
