@@ -26,6 +26,15 @@ def fence(number: int, title: str, text: str) -> str:
     return f'<passage id="{number}" title="{safe_title}">\n{safe_text}\n</passage>'
 
 
+def fenced_request(system: str, items: list[tuple[str, str]], heading: str, ask: str) -> list[ChatMessage]:
+    """The system prompt, then the numbered (title, text) items fenced as data, then the request."""
+    blocks = "\n".join(fence(n, title, text) for n, (title, text) in enumerate(items, start=1))
+    return [
+        ChatMessage(role="system", content=system),
+        ChatMessage(role="user", content=f"{heading}{blocks}\n\n{ask}"),
+    ]
+
+
 def map_messages(question: str, passages: list[tuple[str, str]], max_facts: int) -> list[ChatMessage]:
     """Ask for atomic facts, each with a verbatim quote, from numbered passages (title, text)."""
     system = (
@@ -35,11 +44,7 @@ def map_messages(question: str, passages: list[tuple[str, str]], max_facts: int)
         f"At most {max_facts} facts, at most one per passage; copy the quote character for character; "
         "put dates and code snippets the fact mentions in dates and code; skip passages that do not help."
     )
-    blocks = "\n".join(fence(n, title, text) for n, (title, text) in enumerate(passages, start=1))
-    return [
-        ChatMessage(role="system", content=system),
-        ChatMessage(role="user", content=f"{blocks}\n\nQuestion: {question}"),
-    ]
+    return fenced_request(system, passages, "", f"Question: {question}")
 
 
 def narrator_messages(question: str, facts: list[tuple[str, str]]) -> list[ChatMessage]:
@@ -49,11 +54,7 @@ def narrator_messages(question: str, facts: list[tuple[str, str]]) -> list[ChatM
         '{"sentences": [{"text": "<one sentence>", "citations": [<fact numbers>]}]}. '
         "Every sentence must cite at least one fact number it rests on; state nothing the facts do not say."
     )
-    blocks = "\n".join(fence(n, title, text) for n, (title, text) in enumerate(facts, start=1))
-    return [
-        ChatMessage(role="system", content=system),
-        ChatMessage(role="user", content=f"Facts:\n{blocks}\n\nQuestion: {question}"),
-    ]
+    return fenced_request(system, facts, "Facts:\n", f"Question: {question}")
 
 
 def judge_messages(claim: str, evidence: list[tuple[str, str]]) -> list[ChatMessage]:
@@ -62,11 +63,7 @@ def judge_messages(claim: str, evidence: list[tuple[str, str]]) -> list[ChatMess
         "You check whether a claim is supported by evidence. " + DATA_RULE + " Reply with JSON: "
         '{"supported": true} when the evidence states the claim, {"supported": false} otherwise.'
     )
-    blocks = "\n".join(fence(n, title, text) for n, (title, text) in enumerate(evidence, start=1))
-    return [
-        ChatMessage(role="system", content=system),
-        ChatMessage(role="user", content=f"Evidence:\n{blocks}\n\nClaim: {claim}"),
-    ]
+    return fenced_request(system, evidence, "Evidence:\n", f"Claim: {claim}")
 
 
 def rewrite_messages(claim: str, evidence: list[tuple[str, str]]) -> list[ChatMessage]:
@@ -75,11 +72,7 @@ def rewrite_messages(claim: str, evidence: list[tuple[str, str]]) -> list[ChatMe
         "You correct a claim that its evidence does not support. " + DATA_RULE + " Reply with JSON: "
         '{"text": "<the claim rewritten to state only what the evidence says>"}.'
     )
-    blocks = "\n".join(fence(n, title, text) for n, (title, text) in enumerate(evidence, start=1))
-    return [
-        ChatMessage(role="system", content=system),
-        ChatMessage(role="user", content=f"Evidence:\n{blocks}\n\nClaim: {claim}"),
-    ]
+    return fenced_request(system, evidence, "Evidence:\n", f"Claim: {claim}")
 
 
 def summary_messages(text: str, max_words: int) -> list[ChatMessage]:
