@@ -19,7 +19,8 @@ from pathlib import Path
 
 from shared.contracts import Answer, Chunk
 from shared.llms import bundled_gguf_path
-from tests.synthesizer.cluster import SynthesizerCluster, redis_server, synthesizer_workers
+from tests.conftest import running_redis
+from tests.synthesizer.cluster import SynthesizerCluster, synthesizer_workers
 from tests.synthesizer.corpus import all_chunks, question_state
 
 QUESTIONS = [
@@ -79,7 +80,8 @@ def main() -> None:
     by_id = {c.id: c for c in chunks}
     verbatim = total = 0
     print(f"backend={args.llm} candidates={len(chunks)} batch={args.batch_size} questions={len(questions)}")
-    with tempfile.TemporaryDirectory() as tmp, redis_server(Path(tmp)) as url:
+    with tempfile.TemporaryDirectory() as tmp, running_redis(Path(tmp)) as base:
+        url = f"{base}/0"
         for mappers in (1, 2):
             with synthesizer_workers(url, Path(tmp), settings, mappers=mappers) as cluster:
                 latencies, wall_ms, answers = run(cluster, chunks, questions)

@@ -12,15 +12,19 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
+import httpx
 import pytest
 import redis
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS_DIR = REPO / ".hindsight" / "models"
 REDIS_DATABASES = 256
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -40,14 +44,13 @@ def require_embedder() -> Path:
     return models_dir()
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh ``redis-server`` on a free loopback port for this test session; yields its base URL."""
+@contextmanager
+def running_redis(workdir: Path) -> Iterator[str]:
+    """A throwaway ``redis-server`` on a free loopback port (never 6379); yields its base URL."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server not found: apt-get install redis-server")
     port = free_port()
-    workdir = tmp_path_factory.mktemp("redis")
     process = subprocess.Popen(
         [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
          "--databases", str(REDIS_DATABASES), "--dir", str(workdir)],
@@ -55,20 +58,33 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
     base = f"redis://127.0.0.1:{port}"
-    client = redis.Redis.from_url(base)
-    deadline = time.monotonic() + 10
-    while True:
+    try:
+        wait_for(lambda: redis.Redis.from_url(base).ping(), 10, "redis-server")
+        yield base
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def wait_for(check: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.05) -> T:
+    """Poll ``check`` until it returns something truthy (connection errors count as not yet); return it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
         try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if time.monotonic() > deadline:
-                process.kill()
-                pytest.fail("redis-server did not start")
-            time.sleep(0.05)
-    yield base
-    process.terminate()
-    process.wait(10)
+            value = check()
+        except (OSError, redis.RedisError, httpx.HTTPError):
+            value = None
+        if value:
+            return value
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what}")
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One ``redis-server`` for the whole test session; yields its base URL."""
+    with running_redis(tmp_path_factory.mktemp("redis")) as base:
+        yield base
 
 
 _next_database = itertools.count(1)

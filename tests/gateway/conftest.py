@@ -5,31 +5,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
-import redis
 
-from tests.conftest import free_port, models_dir
+from tests.conftest import free_port, models_dir, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS_DIR = models_dir()
-
-
-def wait_for(check, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except (OSError, httpx.HTTPError, redis.RedisError):
-            pass
-        time.sleep(0.1)
-    raise TimeoutError(f"{what} did not come up within {timeout_s}s")
 
 
 def hindsight_env(data_dir: Path, redis_url: str, gateway_port: int, **extra: str) -> dict[str, str]:

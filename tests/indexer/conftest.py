@@ -7,11 +7,8 @@ worker is a real ``celery worker`` subprocess whose HINDSIGHT_* environment poin
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +18,7 @@ import redis
 from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
+from tests.conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,22 +29,6 @@ def models_dir() -> Path:
     if not (path / "all-MiniLM-L6-v2" / "model_int8.onnx").exists():
         pytest.fail(f"no embedder under {path}: run `hindsight models prepare` or set HINDSIGHT_MODELS_DIR")
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(condition, timeout_s: float, what: str, interval_s: float = 0.05):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
 @pytest.fixture(scope="session")
@@ -76,36 +58,6 @@ def settings(tmp_path: Path, docs: Path) -> Settings:
 @pytest.fixture
 def store(settings: Settings, embedder: OnnxEmbedder) -> LanceDBStore:
     return LanceDBStore(settings.store_dir, embedder.dimension)
-
-
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh ``redis-server`` on a free loopback port, for this test session only."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.fail("redis-server not found: apt-get install redis-server")
-    port = free_port()
-    process = subprocess.Popen(
-        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path_factory.mktemp("redis"))],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-
-    def answers() -> bool:
-        try:
-            return bool(client.ping())
-        except redis.ConnectionError:
-            return False
-
-    try:
-        wait_for(answers, 10, "redis-server")
-        yield url
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ import redis
 from shared.contracts import QuestionState
 from shared.events import RERANKER_STATUS_PREFIX as STATUS_KEY_PREFIX
 from shared.events import events_key
+from tests.conftest import wait_for
 from tests.reranker.conftest import candidates, passages
 
 pytestmark = pytest.mark.integration
@@ -39,14 +40,6 @@ def rerank_events(client: redis.Redis, question_id: str) -> list[dict[str, objec
     entries = client.xrange(events_key(question_id))
     events = [json.loads(fields[b"event"]) for _, fields in entries]
     return [e for e in events if e["stage"] == "rerank"]
-
-
-def wait_for(predicate, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_worker_killed_mid_batch_task_is_redelivered_and_completes(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,24 +17,12 @@ from redis import Redis
 from cli.local_stack import redis_server_binary
 from shared.contracts import QuestionState
 from shared.events import decode_entry, events_key
-from tests.conftest import free_port
+from tests.conftest import free_port, wait_for
 
 from .conftest import index_corpus, models_dir
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
-
-
-def wait_for(check, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except (OSError, httpx.HTTPError):
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(f"{what} did not come up within {timeout_s:g} s")
 
 
 def stop(process: subprocess.Popen) -> None:

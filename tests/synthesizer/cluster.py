@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,35 +17,6 @@ from shared.contracts import Answer, Event, QuestionState
 from shared.events import EventStream, answer_key, load_result
 
 ROOT = Path(__file__).resolve().parents[2]
-REDIS_SERVER = "/usr/bin/redis-server"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def redis_server(workdir: Path) -> Iterator[str]:
-    """A throwaway ``redis-server`` on a free port (never 6379), as a URL."""
-    port = free_port()
-    server = subprocess.Popen(
-        [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-    )
-    client = redis.Redis(port=port)
-    try:
-        for _ in range(100):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 class SynthesizerCluster:
