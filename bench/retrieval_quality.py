@@ -1,11 +1,17 @@
-"""Retrieval quality on a BEIR-format set: nDCG@10 and Recall@100 for each leg and for the pipeline.
+"""Retrieval quality on any BEIR-format folder: each leg and the product's pipeline, side by side.
 
 Run: ``PYTHONPATH=. python bench/retrieval_quality.py --dataset ../shared/eval/pyfaq-dev``
 
-The corpus is written out as one text file per document (so the ripgrep leg has real files to
-search), chunked and embedded exactly as the indexer does, and stored in LanceDB under a cache
-folder keyed by the corpus hash and the chunking settings: later runs reuse it instead of
-re-embedding. Results are scored per document (a document ranks where its best chunk ranks).
+The corpus is written out as one Markdown file per document (its title in the front matter, as an
+exporter writes it) and indexed by the product's indexer (``sync_root``: load, chunk, embed, store),
+so the ripgrep leg has real files to search. The built store is cached under ``--cache-dir`` keyed by
+the corpus, the chunking settings, the embedder and the indexer's source: later runs reuse it.
+Results are scored per document (a document ranks where its best chunk ranks): nDCG@10,
+Recall@10/100 and MRR@10.
+
+The rerank row scores with the provisioned cross-encoder only when it has trained weights; the
+offline stand-in's scores mean nothing, so with it (or with no model) the stage passes through and
+the row says so.
 """
 
 from __future__ import annotations
@@ -21,27 +27,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import lancedb
-
-from services.indexer.loaders import LoadedDocument
-from services.indexer.pipeline import build_chunks, passage_for_embedding
+from services.indexer.pipeline import sync_root
+from services.reranker.cross_encoder import model_label
+from services.reranker.service import Reranker
 from services.retriever.exact import ExactSearcher, find_rg
 from services.retriever.fusion import reciprocal_rank_fusion
 from services.retriever.keywords import StoreIdf
 from services.retriever.planner import rule_based_plan
 from services.retriever.search import RetrievalConfig, Retriever
-from shared.contracts import Candidate, Chunk, Document, HydeMode, Plan, SearchFilters, SourceKind, Strategy
+from shared.contracts import Candidate, HydeMode, IndexRequest, Plan, SearchFilters, Strategy
 from shared.embedding import OnnxEmbedder
 from shared.interfaces import LLM, ChatMessage, Hit, LLMError, ModelT
 from shared.llms import bundled_gguf_path, create_llm
 from shared.settings import Settings
-from shared.stores.lancedb_store import CHUNKS, DOCUMENTS, LanceDBStore, chunk_row
-from shared.stores.records import manifest_record
+from shared.stores.lancedb_store import LanceDBStore
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATASET = REPO.parent / "shared" / "eval" / "pyfaq-dev"
 DEFAULT_CACHE = Path(os.environ.get("HINDSIGHT_BENCH_CACHE", "/tmp/hindsight-bench"))
-WRITE_BATCH_DOCUMENTS = 400
+INDEXER_SOURCES = sorted((REPO / "services" / "indexer").glob("*.py"))
+STANDIN_MARK = "stand-in"
 
 
 @dataclass
@@ -52,76 +57,73 @@ class Dataset:
     digest: str
 
 
+def jsonl_rows(text: str) -> list[dict[str, str]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def load_dataset(folder: Path) -> Dataset:
     corpus_bytes = (folder / "corpus.jsonl").read_bytes()
-    corpus = {row["_id"]: row for row in map(json.loads, corpus_bytes.decode().splitlines()) if row}
-    queries = {
-        row["_id"]: row["text"]
-        for row in map(json.loads, (folder / "queries.jsonl").read_text().splitlines())
-    }
+    corpus = {row["_id"]: row for row in jsonl_rows(corpus_bytes.decode())}
+    queries = {row["_id"]: row["text"] for row in jsonl_rows((folder / "queries.jsonl").read_text())}
     qrels: dict[str, dict[str, int]] = {}
     for line in (folder / "qrels.tsv").read_text().splitlines()[1:]:
-        query_id, corpus_id, score = line.split("\t")
-        qrels.setdefault(query_id, {})[corpus_id] = int(score)
+        if line.strip():
+            query_id, corpus_id, score = line.split("\t")
+            qrels.setdefault(query_id, {})[corpus_id] = int(score)
     queries = {qid: text for qid, text in queries.items() if qid in qrels}
     return Dataset(corpus, queries, qrels, hashlib.sha256(corpus_bytes).hexdigest())
 
 
-def file_name(document_id: str) -> str:
-    return document_id.replace("/", "__") + ".txt"
+@dataclass
+class IndexedCorpus:
+    """The built store, and which corpus document each indexed file holds."""
+
+    folder: Path
+    store: LanceDBStore
+    file_to_id: dict[str, str]
+
+    def document_order(self, chunks_in_rank_order: list[str]) -> list[str]:
+        """Corpus ids in the order of their best chunk (given as the chunks' source paths)."""
+        return list(dict.fromkeys(self.file_to_id[Path(uri).name] for uri in chunks_in_rank_order))
 
 
-def build_store(dataset: Dataset, cache: Path, embedder: OnnxEmbedder, settings: Settings) -> Path:
-    """Write, chunk, embed and store the corpus once per (corpus, chunking, embedder)."""
-    key = hashlib.sha256(
-        f"{dataset.digest}:{settings.chunk_tokens}:{settings.chunk_overlap}:{embedder.name}".encode()
-    ).hexdigest()[:16]
-    folder = cache / key
-    if (folder / "complete").exists():
-        return folder
-    shutil.rmtree(folder, ignore_errors=True)
-    files = folder / "files"
-    files.mkdir(parents=True)
+def build_key(dataset: Dataset, embedder: OnnxEmbedder, settings: Settings) -> str:
+    indexer = hashlib.sha256(b"".join(path.read_bytes() for path in INDEXER_SOURCES)).hexdigest()
+    material = f"{dataset.digest}:{settings.chunk_tokens}:{settings.chunk_overlap}:{embedder.name}:{indexer}"
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def markdown_file(row: dict[str, str]) -> str:
+    """The document as an exporter would write it: the title in front matter, then the text."""
+    return f"---\ntitle: {json.dumps(row.get('title') or '')}\n---\n\n{row['text']}\n"
+
+
+def index_corpus(dataset: Dataset, cache: Path, embedder: OnnxEmbedder, settings: Settings) -> IndexedCorpus:
+    """Write the corpus as files and index them with the product's indexer, once per build key."""
+    folder = cache / build_key(dataset, embedder, settings)
+    mapping_path = folder / "files.json"
+    if not (folder / "complete").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        files = folder / "files"
+        files.mkdir(parents=True)
+        file_to_id = {}
+        for number, corpus_id in enumerate(sorted(dataset.corpus)):
+            name = f"d{number:07d}.md"
+            (files / name).write_text(markdown_file(dataset.corpus[corpus_id]), encoding="utf-8")
+            file_to_id[name] = corpus_id
+        mapping_path.write_text(json.dumps(file_to_id))
+        store = LanceDBStore(folder / "store", embedder.dimension)
+        started = time.perf_counter()
+        unconfined = settings.model_copy(update={"roots": []})  # the bench's own temp folder
+        report = sync_root(IndexRequest(job_id="bench", root=str(files)), store, embedder, unconfined)
+        print(
+            f"  indexed {report.new} files, {report.chunks} chunks, {report.failed} failed "
+            f"in {time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
+        (folder / "complete").write_text(str(time.time()))
     store = LanceDBStore(folder / "store", embedder.dimension)
-    database = lancedb.connect(str(folder / "store"))
-    chunks_table, documents_table = database.open_table(CHUNKS), database.open_table(DOCUMENTS)
-    ids = sorted(dataset.corpus)
-    started = time.perf_counter()
-    last = None
-    for first in range(0, len(ids), WRITE_BATCH_DOCUMENTS):
-        chunk_rows, document_rows = [], []
-        for document_id in ids[first : first + WRITE_BATCH_DOCUMENTS]:
-            document, chunks = corpus_document(dataset.corpus[document_id], files, embedder, settings)
-            vectors = embedder.embed_documents([passage_for_embedding(chunk) for chunk in chunks])
-            chunk_rows += [chunk_row(chunk, vector) for chunk, vector in zip(chunks, vectors, strict=True)]
-            document_rows.append(manifest_record(document, len(chunks)))
-            last = (document, chunks, vectors)
-        if chunk_rows:
-            chunks_table.add(chunk_rows)
-        documents_table.add(document_rows)
-        done = min(first + WRITE_BATCH_DOCUMENTS, len(ids))
-        print(f"  embedded {done}/{len(ids)} documents ({time.perf_counter() - started:.0f} s)", flush=True)
-    if last is not None:
-        store.replace_document(*last)  # rewrites one document and builds the full-text index over all
-    store.optimize()
-    (folder / "complete").write_text(str(time.time()))
-    return folder
-
-
-def corpus_document(
-    row: dict[str, str], files: Path, embedder: OnnxEmbedder, settings: Settings
-) -> tuple[Document, list[Chunk]]:
-    path = files / file_name(row["_id"])
-    path.write_text(row["text"], encoding="utf-8")
-    document = Document(
-        id=row["_id"],
-        source_uri=str(path),
-        kind=SourceKind.TEXT,
-        title=row["title"],
-        content_hash=hashlib.sha256(row["text"].encode()).hexdigest(),
-    )
-    loaded = LoadedDocument(text=row["text"], title=row["title"], kind=SourceKind.TEXT)
-    return document, build_chunks(document, loaded, embedder.token_spans, settings)
+    return IndexedCorpus(folder, store, json.loads(mapping_path.read_text()))
 
 
 def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:
@@ -131,7 +133,20 @@ def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:
 
 
 def recall_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:
-    return len(set(ranked[:k]) & set(relevant)) / len(relevant) if relevant else 0.0
+    wanted = {doc for doc, grade in relevant.items() if grade > 0}
+    return len(set(ranked[:k]) & wanted) / len(wanted) if wanted else 0.0
+
+
+def reciprocal_rank_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:
+    return next((1.0 / (i + 1) for i, doc in enumerate(ranked[:k]) if relevant.get(doc, 0) > 0), 0.0)
+
+
+METRICS: dict[str, Callable[[list[str], dict[str, int]], float]] = {
+    "nDCG@10": lambda ranked, relevant: ndcg_at(ranked, relevant, 10),
+    "Recall@10": lambda ranked, relevant: recall_at(ranked, relevant, 10),
+    "Recall@100": lambda ranked, relevant: recall_at(ranked, relevant, 100),
+    "MRR@10": lambda ranked, relevant: reciprocal_rank_at(ranked, relevant, 10),
+}
 
 
 @dataclass
@@ -143,13 +158,11 @@ class Run:
     rank: Callable[[str], list[str]] | None  # None: not measurable here, the note says why
 
 
-def document_order(candidates: list[Candidate]) -> list[str]:
-    """Documents in the order of their best chunk."""
-    return list(dict.fromkeys(c.chunk.document_id for c in candidates))
-
-
-def hits_order(hits: list[Hit]) -> list[str]:
-    return list(dict.fromkeys(h.chunk.document_id for h in hits))
+@dataclass
+class Row:
+    run: Run
+    scores: dict[str, float] | None
+    seconds_per_query: float | None
 
 
 class CachedJsonLLM:
@@ -186,83 +199,92 @@ def hyde_llm(wanted: bool, folder: Path) -> tuple[CachedJsonLLM | None, str]:
     return CachedJsonLLM(inner, folder / "hyde-cache.json"), ""
 
 
+def trained_reranker(settings: Settings) -> tuple[Reranker | None, str]:
+    """The provisioned cross-encoder, unless it is missing or the offline stand-in."""
+    if not settings.reranker_dir.exists():
+        return None, f"no cross-encoder at {settings.reranker_dir}"
+    label = model_label(settings.reranker_dir)
+    if STANDIN_MARK in label:
+        return None, "only the offline stand-in is provisioned (its scores mean nothing)"
+    reranker = Reranker(settings)
+    if reranker.encoder is None:
+        return None, reranker.missing_reason or "the cross-encoder did not load"
+    return reranker, label
+
+
 def build_runs(
-    store: LanceDBStore,
+    corpus: IndexedCorpus,
     embedder: OnnxEmbedder,
-    exact: ExactSearcher,
     llm: CachedJsonLLM | None,
     settings: Settings,
     depth: int,
     no_llm_reason: str,
 ) -> list[Run]:
+    store = corpus.store
     idf = StoreIdf(store)
+    exact = ExactSearcher(store, find_rg(settings.rg_path))
     plain = Retriever(store, embedder)
     full = Retriever(store, embedder, exact, llm)
     product = RetrievalConfig.from_settings(settings, Strategy.PRECISE)
     deep = replace(product, pool=depth, keep=depth, hyde_mode=HydeMode.OFF)
+    reranker, reranker_note = trained_reranker(settings)
 
     def rules(query: str) -> Plan:
         return rule_based_plan(query, idf, settings.exact_max_keywords)
 
-    def searched(retriever: Retriever, plan: Plan, config: RetrievalConfig) -> list[str]:
-        return document_order(retriever.search(plan, config)[0])
+    def dense(query: str) -> list[Hit]:
+        return plain.dense(query, depth, SearchFilters())
 
-    def pipeline(query: str) -> list[str]:
-        """The product's path: rules (or LLM) plan, every leg, HyDE by its mode, fused, the head
-        cut to the reranker's inputs (passed through: no cross-encoder), the rest of the pool after."""
-        candidates = full.search(rules(query), replace(product, pool=depth, keep=depth))[0]
-        return document_order(candidates)
+    def by_hits(hits: list[Hit]) -> list[str]:
+        return corpus.document_order([hit.chunk.source_uri for hit in hits])
 
+    def by_candidates(candidates: list[Candidate]) -> list[str]:
+        return corpus.document_order([candidate.chunk.source_uri for candidate in candidates])
+
+    def pipeline_candidates(query: str) -> list[Candidate]:
+        """The product's path: rules plan (no LLM planner here), every leg, HyDE by its mode, fused."""
+        return full.search(rules(query), replace(product, pool=depth, keep=depth))[0]
+
+    def reranked(query: str) -> list[str]:
+        """The reranker's inputs (the fused head) in its order, then the rest of the pool after."""
+        candidates = pipeline_candidates(query)
+        head, tail = candidates[: product.keep], candidates[product.keep :]
+        if reranker is not None:
+            head, _ = reranker.rerank(query, head)
+        return by_candidates(head + tail)
+
+    hyde_note = f"HyDE {settings.hyde_mode.value}" + ("" if llm else f" (never runs: {no_llm_reason})")
+    rerank_note = f"{reranker_note}" if reranker else f"passes through: {reranker_note}"
     runs = [
-        Run(
-            "BM25 only", "LanceDB FTS over title + text", lambda q: hits_order(store.keyword_search(q, depth))
-        ),
-        Run(
-            "dense only",
-            "the question, MiniLM int8",
-            lambda q: hits_order(plain.dense(q, depth, SearchFilters())),
-        ),
+        Run("BM25 only", "LanceDB FTS over title + text", lambda q: by_hits(store.keyword_search(q, depth))),
+        Run("dense only", "the question, MiniLM int8", lambda q: by_hits(dense(q))),
         Run(
             "hybrid RRF (plain)",
             "dense + BM25, k=60, equal weights",
-            lambda q: document_order(
-                reciprocal_rank_fusion(
-                    {
-                        "dense:0": plain.dense(q, depth, SearchFilters()),
-                        "bm25": store.keyword_search(q, depth),
-                    }
-                )
+            lambda q: by_candidates(
+                reciprocal_rank_fusion({"dense:0": dense(q), "bm25": store.keyword_search(q, depth)})
             ),
         ),
         Run(
             "hybrid (product fusion)",
             f"rules plan, dense×variations + BM25 + exact, {fusion_label(settings)}",
-            lambda q: searched(full, rules(q), deep),
+            lambda q: by_candidates(full.search(rules(q), deep)[0]),
         ),
         Run(
             "hybrid α-blend",
             f"same legs, α={settings.fusion_alpha:g}",
-            lambda q: searched(full, rules(q), replace(deep, fusion="alpha")),
+            lambda q: by_candidates(full.search(rules(q), replace(deep, fusion="alpha"))[0]),
         ),
-    ]
-    if llm is not None:
-        runs.append(
-            Run(
-                "hybrid + HyDE (fusion)",
-                "HyDE passage by SmolLM2-135M, always fused",
-                lambda q: searched(full, rules(q), replace(deep, hyde_mode=HydeMode.FUSION)),
-            )
-        )
-    else:
-        runs.append(Run("hybrid + HyDE", f"not measurable: {no_llm_reason}", None))
-    hyde = f"HyDE {settings.hyde_mode.value}" + ("" if llm else " (no LLM: never runs)")
-    runs.append(
         Run(
-            "full pipeline + rerank",
-            f"{hyde}; rerank passes through (no trained cross-encoder weights here)",
-            pipeline,
+            "+ HyDE (fusion)",
+            "HyDE passage by SmolLM2-135M, always fused",
+            lambda q: by_candidates(full.search(rules(q), replace(deep, hyde_mode=HydeMode.FUSION))[0]),
         )
-    )
+        if llm is not None
+        else Run("+ HyDE (fusion)", f"not measurable: {no_llm_reason}", None),
+        Run("full pipeline", hyde_note, lambda q: by_candidates(pipeline_candidates(q))),
+        Run(f"+ rerank (top {product.keep})", rerank_note, reranked),
+    ]
     return runs
 
 
@@ -276,42 +298,40 @@ def fusion_label(settings: Settings) -> str:
     return f"weighted RRF k={settings.rrf_k} ({weights})"
 
 
-Row = tuple[Run, float | None, float | None, float | None]
-
-
 def evaluate(runs: list[Run], dataset: Dataset, query_ids: list[str]) -> list[Row]:
     rows: list[Row] = []
     for run in runs:
         if run.rank is None:
-            rows.append((run, None, None, None))
+            rows.append(Row(run, None, None))
             continue
         started = time.perf_counter()
-        ndcg = recall = 0.0
+        totals = dict.fromkeys(METRICS, 0.0)
         for query_id in query_ids:
             ranked = run.rank(dataset.queries[query_id])
-            ndcg += ndcg_at(ranked, dataset.qrels[query_id], 10)
-            recall += recall_at(ranked, dataset.qrels[query_id], 100)
-        seconds = (time.perf_counter() - started) / max(1, len(query_ids))
-        rows.append((run, ndcg / len(query_ids), recall / len(query_ids), seconds))
-        print(f"  {run.name}: nDCG@10 {ndcg / len(query_ids):.3f}", flush=True)
+            for metric, score in METRICS.items():
+                totals[metric] += score(ranked, dataset.qrels[query_id])
+        count = max(1, len(query_ids))
+        scores = {metric: total / count for metric, total in totals.items()}
+        rows.append(Row(run, scores, (time.perf_counter() - started) / count))
+        print(f"  {run.name}: nDCG@10 {scores['nDCG@10']:.3f}", flush=True)
     return rows
-
-
-def figure(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def print_table(rows: list[Row], queries: int, documents: int) -> None:
     print(f"\n{queries} queries, {documents} documents; scored per document (best chunk)\n")
-    print("| run | nDCG@10 | Recall@100 | s/query | how |")
-    print("|---|---|---|---|---|")
-    for run, ndcg, recall, seconds in rows:
-        print(f"| {run.name} | {figure(ndcg)} | {figure(recall)} | {figure(seconds, 2)} | {run.note} |")
+    print(f"| run | {' | '.join(METRICS)} | s/query | how |")
+    print("|---|" + "---|" * (len(METRICS) + 2))
+    for row in rows:
+        scores = [f"{row.scores[m]:.3f}" if row.scores else "n/a" for m in METRICS]
+        seconds = f"{row.seconds_per_query:.2f}" if row.seconds_per_query is not None else "n/a"
+        print(f"| {row.run.name} | {' | '.join(scores)} | {seconds} | {row.run.note} |")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
+    parser.add_argument("dataset_dir", nargs="?", type=Path, help="a BEIR folder (default: pyfaq-dev)")
+    parser.add_argument("--dataset", type=Path, default=None, help="same as DATASET_DIR")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--limit", type=int, default=None, help="only the first N queries (development)")
@@ -320,15 +340,13 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings()
     embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
-    dataset = load_dataset(args.dataset)
-    folder = build_store(dataset, args.cache_dir, embedder, settings)
-    print(f"store ready at {folder}")
+    dataset = load_dataset(args.dataset_dir or args.dataset or DEFAULT_DATASET)
+    corpus = index_corpus(dataset, args.cache_dir, embedder, settings)
+    print(f"store ready at {corpus.folder}")
     if args.build_only:
         return
-    store = LanceDBStore(folder / "store", embedder.dimension)
-    llm, no_llm_reason = hyde_llm(args.hyde, folder)
-    exact = ExactSearcher(store, find_rg(settings.rg_path))
-    runs = build_runs(store, embedder, exact, llm, settings, args.depth, no_llm_reason)
+    llm, no_llm_reason = hyde_llm(args.hyde, corpus.folder)
+    runs = build_runs(corpus, embedder, llm, settings, args.depth, no_llm_reason)
     query_ids = sorted(dataset.queries)[: args.limit]
     print_table(evaluate(runs, dataset, query_ids), len(query_ids), len(dataset.corpus))
 
