@@ -11,13 +11,13 @@ from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.limits import INDEX_QUEUES, enforce_backpressure
-from services.gateway.metrics import track
+from services.gateway.metrics import require_known_stream, track
 from services.gateway.schemas import IndexAccepted, IndexStart, IndexStatus
 from services.gateway.streaming import stream_events
 from services.gateway.workflow import start_index
 from shared.celery_app import app as celery_app
 from shared.contracts import IndexRequest, ScanReport
-from shared.events import events_key, index_report_key
+from shared.events import index_report_key
 from shared.index_jobs import PathOutsideRootsError, confine_to_roots, read_progress
 
 router = APIRouter(prefix="/v1/index", tags=["index"])
@@ -46,8 +46,7 @@ async def index_status(job_id: str, client: RedisDep) -> IndexStatus:
     raw = await client.get(index_report_key(job_id))
     if raw:
         return IndexStatus(job_id=job_id, status="done", report=ScanReport.model_validate_json(raw))
-    if not await client.exists(events_key(job_id)):
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no index job with id {job_id}")
+    await require_known_stream(client, "i", job_id)
     return IndexStatus(
         job_id=job_id, status="running", progress=await asyncio.to_thread(read_progress, job_id)
     )
@@ -55,4 +54,5 @@ async def index_status(job_id: str, client: RedisDep) -> IndexStatus:
 
 @router.get("/{job_id}/events")
 async def index_events(job_id: str, request: Request, client: RedisDep) -> EventSourceResponse:
+    await require_known_stream(client, "i", job_id)
     return EventSourceResponse(stream_events(request, client, job_id, "index"))

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterable
 
 import redis
 import redis.asyncio as aioredis
-from fastapi import Request
+from fastapi import HTTPException, Request, status
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -114,6 +114,15 @@ def pending_member(kind: str, stream_id: str) -> str:
 async def track(client: aioredis.Redis, kind: str, stream_id: str) -> None:
     """Remember an accepted question (``q``) or index job (``i``), with when, until its stream ends."""
     await client.zadd(PENDING_KEY, {pending_member(kind, stream_id): time.time()})
+
+
+async def require_known_stream(client: aioredis.Redis, kind: str, stream_id: str) -> None:
+    """404 unless this id was accepted: its stream has events, or it is pending before its first."""
+    if await client.exists(events_key(stream_id)):
+        return
+    if await client.zscore(PENDING_KEY, pending_member(kind, stream_id)) is None:
+        what = "question" if kind == "q" else "index job"
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no {what} with id {stream_id}")
 
 
 def finished(kind: str, events: list[Event]) -> bool:

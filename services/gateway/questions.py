@@ -12,7 +12,7 @@ from sse_starlette.sse import EventSourceResponse
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.evidence import evidence_for
 from services.gateway.limits import QUESTION_QUEUES, enforce_backpressure
-from services.gateway.metrics import track
+from services.gateway.metrics import require_known_stream, track
 from services.gateway.schemas import Evidence, QuestionAccepted, QuestionRequest, QuestionStatus
 from services.gateway.streaming import stream_events
 from services.gateway.workflow import start_question
@@ -61,17 +61,17 @@ async def question_status(question_id: str, client: RedisDep) -> QuestionStatus:
     answer = await stored_answer(client, question_id)
     if answer:
         return QuestionStatus(id=question_id, status="done", answer=answer)
+    await require_known_stream(client, "q", question_id)
     last = await client.xrevrange(events_key(question_id), count=1)
-    if not last:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no question with id {question_id}")
-    event = decode_entry(last[0][1])
-    if event.stage == TERMINAL_STAGE and event.status == "failed":
+    event = decode_entry(last[0][1]) if last else None
+    if event is not None and event.stage == TERMINAL_STAGE and event.status == "failed":
         return QuestionStatus(id=question_id, status="failed", error=event.detail)
     return QuestionStatus(id=question_id, status="pending")
 
 
 @router.get("/{question_id}/events")
 async def question_events(question_id: str, request: Request, client: RedisDep) -> EventSourceResponse:
+    await require_known_stream(client, "q", question_id)
     return EventSourceResponse(stream_events(request, client, question_id, TERMINAL_STAGE))
 
 

@@ -200,6 +200,7 @@ def test_event_stream_survives_a_stage_quieter_than_the_redis_socket_timeout(
     """A search that takes 7 s emits nothing meanwhile; the stream must wait, not break at 5 s."""
     _, key = new_key(gateway)
     stream = EventStream("quiet-question", redis.Redis.from_url(redis_url, decode_responses=True), 60)
+    stream.emit("search", "started", "dense, bm25, exact")
 
     def slow_stage() -> None:
         time.sleep(7)
@@ -211,4 +212,23 @@ def test_event_stream_survives_a_stage_quieter_than_the_redis_socket_timeout(
     with gateway.client(key).stream("GET", "/v1/questions/quiet-question/events", timeout=30) as response:
         stages = [line for line in response.iter_lines() if line.startswith("event:")]
     writer.join()
-    assert stages == ["event: search", "event: answer"]
+    assert stages == ["event: search", "event: search", "event: answer"]
+
+
+def test_unknown_ids_get_404_while_an_accepted_question_is_pending_before_its_first_event(
+    gateway: Gateway, redis_url: str
+) -> None:
+    """No worker runs here, so the accepted question has no event yet: it is pending, not unknown."""
+    _, key = new_key(gateway)
+    client = gateway.client(key)
+    for url in ("/v1/questions/nope/events", "/v1/questions/nope", "/v1/index/nope/events", "/v1/index/nope"):
+        response = client.get(url)
+        assert response.status_code == 404, url
+        assert "with id nope" in response.json()["detail"]
+
+    accepted = client.post("/v1/questions", json=QUESTION).json()
+    redis.Redis.from_url(redis_url).delete("retrieve")  # no worker will take it; keep the queue empty
+    assert client.get(accepted["status_url"]).json()["status"] == "pending"
+    with client.stream("GET", accepted["events_url"]) as stream:
+        assert stream.status_code == 200
+        assert stream.headers["content-type"].startswith("text/event-stream")
