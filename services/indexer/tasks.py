@@ -3,10 +3,10 @@
 Every file finished (indexed, skipped or failed) advances the job's progress and appends an event
 carrying the file's result and the job's rate and ETA, as soon as its batch is written. A backend
 error retries the whole batch with exponential backoff (safe: the store replaces by document id).
-The last of ``index_max_retries`` retries indexes the files one by one, so a file the backend keeps
-rejecting on its own is parked (reported as failed with its reason) without the rest of its batch,
-and a backend that stays down parks every file; either way the chord, and with it the rest of the
-scan, still completes.
+The last of ``index_max_retries`` retries (or, with retries off, the failed first attempt) indexes
+the files one by one, so a file the backend keeps rejecting on its own is parked (reported as failed
+with its reason) without the rest of its batch, and a backend that stays down parks every file;
+either way the chord, and with it the rest of the scan, still completes.
 
 A batch redelivered after its worker died (tasks are acknowledged late) is indexed again: the store
 ends with the same chunks, and files already recorded are not counted twice in the progress (see
@@ -34,7 +34,7 @@ from shared.celery_app import app
 from shared.contracts import IndexBatch, IndexFileResult, IndexRequest, ScanReport
 from shared.events import EventStream, index_report_key, store_result
 from shared.index_jobs import ProgressTracker
-from shared.settings import get_settings
+from shared.settings import Settings, get_settings
 
 
 @app.task(name="index.scan")
@@ -67,28 +67,43 @@ def index_files(self: Task, payload: dict[str, Any]) -> list[dict[str, Any]]:
     batch = IndexBatch.model_validate(payload)
     settings = get_settings()
     attempts = self.request.retries + 1
-    if self.request.retries < settings.index_max_retries:
+    last = self.request.retries >= settings.index_max_retries
+    if last and self.request.retries > 0:
+        results = park_culprits(batch, settings, attempts)
+    else:
         try:
             results = index_batch(batch.files, get_store(), get_embedder(), settings)
         except Exception as exc:
-            backoff = settings.index_retry_backoff_s * 2**self.request.retries
-            first, more = Path(batch.files[0].path).name, len(batch.files) - 1
-            names = f"{first} and {more} more" if more else first
-            EventStream(batch.job_id).emit(
-                "document",
-                "progress",
-                f"{names}: retry {attempts} in {backoff:.1f}s: {exc}",
-                data={"paths": [task.path for task in batch.files]},
-            )
-            raise self.retry(exc=exc, countdown=backoff) from exc
-    else:
-        why = f"parked after {attempts} attempts: "
-        results = list(index_one_by_one(batch.files, get_store(), get_embedder(), settings, why))
+            if last:  # retries are off: this failed attempt is the only one
+                results = park_culprits(batch, settings, attempts)
+            else:
+                backoff = settings.index_retry_backoff_s * 2**self.request.retries
+                retry_later(batch, attempts, backoff, exc)
+                raise self.retry(exc=exc, countdown=backoff) from exc
     progress = ProgressTracker(batch.job_id)
     for result in results:
         result.attempts = attempts
         report_file(batch.job_id, result, progress)
     return [result.to_payload() for result in results]
+
+
+def park_culprits(batch: IndexBatch, settings: Settings, attempts: int) -> list[IndexFileResult]:
+    """The last attempt of a failing batch: each file alone, so only files the backend still rejects
+    on their own are parked, with the reason."""
+    why = f"parked after {attempts} attempts: "
+    return list(index_one_by_one(batch.files, get_store(), get_embedder(), settings, why))
+
+
+def retry_later(batch: IndexBatch, attempts: int, backoff: float, exc: Exception) -> None:
+    """Tell the job's readers that the batch, naming its files, is tried again in ``backoff`` seconds."""
+    first, more = Path(batch.files[0].path).name, len(batch.files) - 1
+    names = f"{first} and {more} more" if more else first
+    EventStream(batch.job_id).emit(
+        "document",
+        "progress",
+        f"{names}: retry {attempts} in {backoff:.1f}s: {exc}",
+        data={"paths": [task.path for task in batch.files]},
+    )
 
 
 def report_file(job_id: str, result: IndexFileResult, progress: ProgressTracker) -> None:
