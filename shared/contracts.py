@@ -298,6 +298,14 @@ class IndexFileTask(Contract):
     path: str
     document_id: str
     content_hash: str
+    size_bytes: int = 0
+
+
+class IndexBatch(Contract):
+    """Files of one scan indexed together: one embedder call and one store write for all of them."""
+
+    job_id: str
+    files: list[IndexFileTask]
 
 
 class IndexFileResult(Contract):

@@ -35,28 +35,47 @@ def progress_key(job_id: str) -> str:
     return f"hindsight:index:{job_id}:progress"
 
 
+def recorded_key(job_id: str) -> str:
+    return f"hindsight:index:{job_id}:recorded"
+
+
+# Counts a file only the first time it is recorded in a job, atomically: a batch redelivered after
+# its worker died records its files again, and they must not be counted twice.
+RECORD_ONCE = """
+local first = redis.call('SADD', KEYS[2], ARGV[1])
+if first == 1 then
+  redis.call('HINCRBY', KEYS[1], 'done', 1)
+  redis.call('HINCRBY', KEYS[1], 'failed', ARGV[2])
+  redis.call('HINCRBY', KEYS[1], 'chunks', ARGV[3])
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
+end
+redis.call('HSET', KEYS[1], 'current', ARGV[1])
+return first
+"""
+
+
 class ProgressTracker:
-    """Counters of one job in a Redis hash; safe to update from many workers at once (HINCRBY)."""
+    """Counters of one job in a Redis hash; safe to update from many workers at once, and each file
+    counts once however often it is recorded."""
 
     def __init__(self, job_id: str, client: redis.Redis | None = None) -> None:
         self.job_id = job_id
         self._client = client or redis_client()
         self._key = progress_key(job_id)
+        self._recorded = recorded_key(job_id)
 
     def start(self, total: int) -> IndexProgress:
         pipe = self._client.pipeline()
         pipe.hset(self._key, mapping={"total": total, "done": 0, "failed": 0, "chunks": 0, "t0": time.time()})
         pipe.expire(self._key, get_settings().event_ttl_s)
+        pipe.delete(self._recorded)
         pipe.execute()
         return self.read() or IndexProgress(job_id=self.job_id, total=total)
 
     def record(self, result: IndexFileResult) -> IndexProgress:
-        pipe = self._client.pipeline()
-        pipe.hincrby(self._key, "done", 1)
-        pipe.hincrby(self._key, "failed", int(result.status == "failed"))
-        pipe.hincrby(self._key, "chunks", result.chunks)
-        pipe.hset(self._key, "current", result.path)
-        pipe.execute()
+        """Count the file's result, unless this job already counted the file."""
+        failed, ttl = int(result.status == "failed"), get_settings().event_ttl_s
+        self._client.eval(RECORD_ONCE, 2, self._key, self._recorded, result.path, failed, result.chunks, ttl)
         return self.read() or IndexProgress(job_id=self.job_id)
 
     def read(self) -> IndexProgress | None:

@@ -33,8 +33,14 @@ class ManifestEntry(BaseModel):
 class VectorStore(Protocol):
     """Chunks with vectors, full-text search and the per-document manifest, kept together."""
 
+    def replace_documents(self, documents: list[Document], chunks: list[Chunk], vectors: np.ndarray) -> None:
+        """In one write, make each document's chunks in ``chunks`` (matched by ``document_id``; none
+        for a document without any) its only chunks, and record every document in the manifest.
+        ``vectors`` holds one row per chunk, in order. Replacing is by document id, so writing the
+        same documents again leaves the store as one write would."""
+
     def replace_document(self, document: Document, chunks: list[Chunk], vectors: np.ndarray) -> None:
-        """Make ``chunks`` the document's only chunks and record it in the manifest."""
+        """:meth:`replace_documents` of one document."""
 
     def delete_document(self, document_id: str) -> None:
         """Remove the document's chunks and its manifest row."""

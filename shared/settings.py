@@ -50,6 +50,10 @@ class Settings(BaseSettings):
     chunk_overlap: int = 40
     embed_batch_size: int = 32
     max_file_bytes: int = 20 * 1024 * 1024
+    # One index task loads this many files (at most ``index_batch_bytes`` of them on disk, but always
+    # at least one file), embeds their chunks in one call and writes them to the store in one write.
+    index_batch_files: int = Field(default=32, ge=1)
+    index_batch_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
     index_max_retries: int = 3
     index_retry_backoff_s: float = 2.0
     watch_debounce_ms: int = 1_000

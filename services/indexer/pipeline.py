@@ -1,18 +1,21 @@
-"""Plan a scan of a folder and index one file: the logic behind ``index.scan`` and ``index.document``.
+"""Plan a scan of a folder and index batches of files: the logic behind ``index.scan`` and ``index.batch``.
 
 A scan diffs the files on disk against the store's manifest (SHA-256 of the bytes), deletes what
-disappeared, and returns one task per new or changed file. Indexing a file replaces exactly that
-document's chunks. A file that cannot be read loses its old chunks too, so the store never keeps
-text the file no longer has; the file is tried again on the next scan and reported again until
-it is fixed. Errors of the backends (store, embedder) are *not* caught here: they are transient,
-and the Celery edge retries them with backoff.
+disappeared, and returns the new or changed files in batches (``index_batch_files`` files, at most
+``index_batch_bytes`` of them on disk). A batch loads and chunks each file, embeds all chunks in one
+embedder call and writes all its documents in one store write: per-file calls were a few chunks
+each and left the embedder mostly idle. Indexing a file replaces exactly that document's chunks. A
+file that cannot be read is reported for itself alone and loses its old chunks too, so the store
+never keeps text the file no longer has; the file is tried again on the next scan and reported again
+until it is fixed. Errors of the backends (store, embedder) are *not* caught by
+:func:`index_batch`: they are transient, and the Celery edge retries the batch with backoff.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -23,6 +26,7 @@ from services.indexer.manifest_diff import diff_against_manifest, document_id_fo
 from shared.contracts import (
     Chunk,
     Document,
+    IndexBatch,
     IndexFileResult,
     IndexFileTask,
     IndexRequest,
@@ -54,9 +58,11 @@ def begin_scan(
         return report, []
     found = discover(root, settings.roots, settings.max_file_bytes)
     current: dict[str, str] = {}
+    sizes: dict[str, int] = {}
     for path in found.files:
         try:
             current[str(path)] = file_sha256(path)
+            sizes[str(path)] = path.stat().st_size
         except OSError as exc:
             found.skip(path, f"cannot read: {exc.strerror or exc}")
     diff = diff_against_manifest(current, store.manifest(str(root)))
@@ -75,10 +81,29 @@ def begin_scan(
             path=path,
             document_id=document_id_for(path),
             content_hash=digest,
+            size_bytes=sizes[path],
         )
         for path, digest in {**diff.new, **diff.changed}.items()
     ]
     return report, work
+
+
+def plan_batches(work: list[IndexFileTask], settings: Settings) -> list[IndexBatch]:
+    """Consecutive files in batches of at most ``index_batch_files`` files and ``index_batch_bytes``
+    bytes on disk; a file larger than the byte cap is a batch of its own."""
+    batches: list[list[IndexFileTask]] = []
+    size = 0
+    for task in work:
+        if (
+            not batches
+            or len(batches[-1]) >= settings.index_batch_files
+            or size + task.size_bytes > settings.index_batch_bytes
+        ):
+            batches.append([])
+            size = 0
+        batches[-1].append(task)
+        size += task.size_bytes
+    return [IndexBatch(job_id=files[0].job_id, files=files) for files in batches]
 
 
 def finish_report(report: ScanReport, results: list[IndexFileResult], elapsed_s: float) -> ScanReport:
@@ -144,33 +169,65 @@ def build_chunks(
     ]
 
 
-def index_file(
-    task: IndexFileTask, store: VectorStore, embedder: Embedder, settings: Settings
-) -> IndexFileResult:
-    """Load, chunk, embed and store one file. Bad input is reported for this file alone; backend
-    errors propagate so the caller can retry them."""
+def load_file(task: IndexFileTask, settings: Settings) -> LoadedDocument | IndexFileResult:
+    """The file's text, or why it was skipped or failed (bad input, reported for this file alone)."""
     try:
         path = confine_to_roots(Path(task.path), settings.roots)
-        loaded = load_document(path, settings.max_file_bytes)
+        return load_document(path, settings.max_file_bytes)
     except SkippedFileError as exc:
-        store.delete_document(task.document_id)
         return IndexFileResult(path=task.path, status="skipped", reason=str(exc))
     except (LoadError, PathOutsideRootsError, OSError) as exc:
-        store.delete_document(task.document_id)
         reason = str(exc) if isinstance(exc, ValueError) else f"cannot read: {exc.strerror or exc}"
         return IndexFileResult(path=task.path, status="failed", reason=reason)
-    document = Document(
-        id=task.document_id,
-        source_uri=task.path,
-        kind=loaded.kind,
-        title=loaded.title,
-        content_hash=task.content_hash,
-        metadata=loaded.metadata,
-    )
-    chunks = build_chunks(document, loaded, embedder.token_spans, settings)
-    vectors = embedder.embed_documents([passage_for_embedding(chunk) for chunk in chunks])
-    store.replace_document(document, chunks, vectors)
-    return IndexFileResult(path=task.path, status="indexed", chunks=len(chunks))
+
+
+def index_batch(
+    tasks: list[IndexFileTask], store: VectorStore, embedder: Embedder, settings: Settings
+) -> list[IndexFileResult]:
+    """Load and chunk each file, embed all chunks in one call, write all documents in one write.
+
+    Returns one result per file, in order. A file that cannot be loaded is reported alone and its
+    old chunks are deleted. Backend errors propagate; running the batch again is safe, since every
+    write replaces or deletes by document id and so leaves the rows one run would.
+    """
+    results: list[IndexFileResult] = []
+    documents: list[Document] = []
+    chunks: list[Chunk] = []
+    for task in tasks:
+        loaded = load_file(task, settings)
+        if isinstance(loaded, IndexFileResult):
+            store.delete_document(task.document_id)
+            results.append(loaded)
+            continue
+        document = Document(
+            id=task.document_id,
+            source_uri=task.path,
+            kind=loaded.kind,
+            title=loaded.title,
+            content_hash=task.content_hash,
+            metadata=loaded.metadata,
+        )
+        document_chunks = build_chunks(document, loaded, embedder.token_spans, settings)
+        documents.append(document)
+        chunks += document_chunks
+        results.append(IndexFileResult(path=task.path, status="indexed", chunks=len(document_chunks)))
+    if documents:
+        vectors = embedder.embed_documents([passage_for_embedding(chunk) for chunk in chunks])
+        store.replace_documents(documents, chunks, vectors)
+    return results
+
+
+def index_one_by_one(
+    tasks: list[IndexFileTask], store: VectorStore, embedder: Embedder, settings: Settings, why: str = ""
+) -> Iterator[IndexFileResult]:
+    """Each file as a batch of its own, a backend error failing only that file (with ``why`` before
+    the error): after its batch failed, a file the backend rejects alone must not sink the others."""
+    for task in tasks:
+        try:
+            yield from index_batch([task], store, embedder, settings)
+        except Exception as exc:  # a backend error on one file must not stop the others
+            log.exception("indexing %s failed", task.path)
+            yield IndexFileResult(path=task.path, status="failed", reason=f"{why}{type(exc).__name__}: {exc}")
 
 
 def passage_for_embedding(chunk: Chunk) -> str:
@@ -183,22 +240,21 @@ def sync_root(
     store: VectorStore,
     embedder: Embedder,
     settings: Settings,
-    on_result: Callable[[IndexFileResult], None] | None = None,
 ) -> ScanReport:
-    """The whole scan in this process, one file after another (benchmarks, watch mode without a broker).
+    """The whole scan in this process, in the same batches as the workers (benchmarks, watch mode
+    without a broker).
 
-    A backend error on one file is reported as that file's failure; the rest are still indexed.
+    A batch that hits a backend error is indexed again file by file, so the error is reported as
+    the failure of the files it hits alone; the rest are still indexed.
     """
     started = time.perf_counter()
     report, work = begin_scan(request, store, settings)
-    results = []
-    for task in work:
+    results: list[IndexFileResult] = []
+    for batch in plan_batches(work, settings):
         try:
-            result = index_file(task, store, embedder, settings)
-        except Exception as exc:  # a backend error on one file must not stop the others
-            log.exception("indexing %s failed", task.path)
-            result = IndexFileResult(path=task.path, status="failed", reason=f"{type(exc).__name__}: {exc}")
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
+            done = index_batch(batch.files, store, embedder, settings)
+        except Exception:
+            log.exception("indexing a batch of %d files failed; indexing them one by one", len(batch.files))
+            done = list(index_one_by_one(batch.files, store, embedder, settings))
+        results += done
     return finish_report(report, results, time.perf_counter() - started)

@@ -1,9 +1,16 @@
-"""Celery edge of the indexer: ``index.scan`` fans out ``index.document`` and ``index.report`` sums up.
+"""Celery edge of the indexer: ``index.scan`` fans out ``index.batch`` and ``index.report`` sums up.
 
 Every file finished (indexed, skipped or failed) advances the job's progress and appends an event
-carrying the file's result and the job's rate and ETA. A backend error on a file is retried with
-exponential backoff; after ``index_max_retries`` the file is parked (reported as failed with its
-reason) so the chord, and with it the rest of the scan, still completes.
+carrying the file's result and the job's rate and ETA, as soon as its batch is written. A backend
+error retries the whole batch with exponential backoff (safe: the store replaces by document id).
+The last of ``index_max_retries`` retries (or, with retries off, the failed first attempt) indexes
+the files one by one, so a file the backend keeps rejecting on its own is parked (reported as failed
+with its reason) without the rest of its batch, and a backend that stays down parks every file;
+either way the chord, and with it the rest of the scan, still completes.
+
+A batch redelivered after its worker died (tasks are acknowledged late) is indexed again: the store
+ends with the same chunks, and files already recorded are not counted twice in the progress (see
+:class:`shared.index_jobs.ProgressTracker`), but their events are appended again.
 """
 
 from __future__ import annotations
@@ -14,13 +21,20 @@ from typing import Any
 
 from celery import Task, chord
 
-from services.indexer.pipeline import begin_scan, describe, finish_report, index_file
+from services.indexer.pipeline import (
+    begin_scan,
+    describe,
+    finish_report,
+    index_batch,
+    index_one_by_one,
+    plan_batches,
+)
 from shared.backends import get_embedder, get_store
 from shared.celery_app import app
-from shared.contracts import IndexFileResult, IndexFileTask, IndexRequest, ScanReport
+from shared.contracts import IndexBatch, IndexFileResult, IndexRequest, ScanReport
 from shared.events import EventStream, index_report_key, store_result
 from shared.index_jobs import ProgressTracker
-from shared.settings import get_settings
+from shared.settings import Settings, get_settings
 
 
 @app.task(name="index.scan")
@@ -28,9 +42,10 @@ def scan(payload: dict[str, Any]) -> dict[str, Any]:
     request = IndexRequest.model_validate(payload)
     events = EventStream(request.job_id)
     started = time.time()
+    settings = get_settings()
     try:
         with events.stage("scan", f"diffing {request.root} against the manifest") as stage:
-            report, work = begin_scan(request, get_store(), get_settings())
+            report, work = begin_scan(request, get_store(), settings)
             stage.detail = describe(report)
             stage.data = report.to_payload()
     except Exception as exc:  # the job must still end with a report, or its readers wait forever
@@ -43,45 +58,72 @@ def scan(payload: dict[str, Any]) -> dict[str, Any]:
     if not work:
         return publish_report(finish_report(report, [], time.time() - started))
     callback = index_report.s(report.to_payload(), started)
-    chord(index_document.s(task.to_payload()) for task in work)(callback)
+    chord(index_files.s(batch.to_payload()) for batch in plan_batches(work, settings))(callback)
     return report.to_payload()
 
 
-@app.task(name="index.document", bind=True)
-def index_document(self: Task, payload: dict[str, Any]) -> dict[str, Any]:
-    task = IndexFileTask.model_validate(payload)
+@app.task(name="index.batch", bind=True)
+def index_files(self: Task, payload: dict[str, Any]) -> list[dict[str, Any]]:
+    batch = IndexBatch.model_validate(payload)
     settings = get_settings()
     attempts = self.request.retries + 1
-    try:
-        result = index_file(task, get_store(), get_embedder(), settings)
-    except Exception as exc:
-        if self.request.retries < settings.index_max_retries:
-            backoff = settings.index_retry_backoff_s * 2**self.request.retries
-            EventStream(task.job_id).emit(
-                "document", "progress", f"{Path(task.path).name}: retry {attempts} in {backoff:.1f}s: {exc}"
-            )
-            raise self.retry(exc=exc, countdown=backoff) from exc
-        result = IndexFileResult(
-            path=task.path,
-            status="failed",
-            reason=f"parked after {attempts} attempts: {type(exc).__name__}: {exc}",
-        )
-    result.attempts = attempts
-    progress = ProgressTracker(task.job_id).record(result)
-    detail = f"{Path(task.path).name}: {result.chunks} chunks" if result.reason is None else result.reason
-    EventStream(task.job_id).emit(
+    last = self.request.retries >= settings.index_max_retries
+    if last and self.request.retries > 0:
+        results = park_culprits(batch, settings, attempts)
+    else:
+        try:
+            results = index_batch(batch.files, get_store(), get_embedder(), settings)
+        except Exception as exc:
+            if last:  # retries are off: this failed attempt is the only one
+                results = park_culprits(batch, settings, attempts)
+            else:
+                backoff = settings.index_retry_backoff_s * 2**self.request.retries
+                retry_later(batch, attempts, backoff, exc)
+                raise self.retry(exc=exc, countdown=backoff) from exc
+    progress = ProgressTracker(batch.job_id)
+    for result in results:
+        result.attempts = attempts
+        report_file(batch.job_id, result, progress)
+    return [result.to_payload() for result in results]
+
+
+def park_culprits(batch: IndexBatch, settings: Settings, attempts: int) -> list[IndexFileResult]:
+    """The last attempt of a failing batch: each file alone, so only files the backend still rejects
+    on their own are parked, with the reason."""
+    why = f"parked after {attempts} attempts: "
+    return list(index_one_by_one(batch.files, get_store(), get_embedder(), settings, why))
+
+
+def retry_later(batch: IndexBatch, attempts: int, backoff: float, exc: Exception) -> None:
+    """Tell the job's readers that the batch, naming its files, is tried again in ``backoff`` seconds."""
+    first, more = Path(batch.files[0].path).name, len(batch.files) - 1
+    names = f"{first} and {more} more" if more else first
+    EventStream(batch.job_id).emit(
+        "document",
+        "progress",
+        f"{names}: retry {attempts} in {backoff:.1f}s: {exc}",
+        data={"paths": [task.path for task in batch.files]},
+    )
+
+
+def report_file(job_id: str, result: IndexFileResult, progress: ProgressTracker) -> None:
+    """Advance the job's progress by one file and append the file's event."""
+    counts = progress.record(result)
+    detail = f"{Path(result.path).name}: {result.chunks} chunks" if result.reason is None else result.reason
+    EventStream(job_id).emit(
         "document",
         "done" if result.status == "indexed" else result.status,
         detail,
-        data={"result": result.to_payload(), "progress": progress.to_payload()},
+        data={"result": result.to_payload(), "progress": counts.to_payload()},
     )
-    return result.to_payload()
 
 
 @app.task(name="index.report")
-def index_report(results: list[dict[str, Any]], payload: dict[str, Any], started: float) -> dict[str, Any]:
+def index_report(
+    batches: list[list[dict[str, Any]]], payload: dict[str, Any], started: float
+) -> dict[str, Any]:
     report = ScanReport.model_validate(payload)
-    files = [IndexFileResult.model_validate(r) for r in results]
+    files = [IndexFileResult.model_validate(r) for results in batches for r in results]
     return publish_report(finish_report(report, files, time.time() - started))
 
 

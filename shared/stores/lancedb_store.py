@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.interfaces import Hit, ManifestEntry
-from shared.stores.records import CHUNK_FIELDS, manifest_record
+from shared.stores.records import CHUNK_FIELDS, chunk_counts, manifest_record
 
 CHUNKS = "chunks"
 DOCUMENTS = "documents"
@@ -140,20 +140,27 @@ class LanceDBStore:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def replace_document(self, document: Document, chunks: list[Chunk], vectors: np.ndarray) -> None:
-        """Chunks first, then the manifest row: a crash in between leaves a hash mismatch that the
-        next scan repairs, never a manifest that claims chunks the store lacks."""
+    def replace_documents(self, documents: list[Document], chunks: list[Chunk], vectors: np.ndarray) -> None:
+        """Chunks first, then the manifest rows: a crash in between leaves hash mismatches that the
+        next scan repairs, never a manifest that claims chunks the store lacks. Whatever the number
+        of documents, each table gets one delete and one add, so a batch is one write."""
+        counts = chunk_counts(documents, chunks)
+        if not documents:
+            return
         rows = [chunk_row(chunk, vector) for chunk, vector in zip(chunks, vectors, strict=True)]
-        manifest_row = manifest_record(document, len(chunks))
-        where = f"document_id = {sql_string(document.id)}"
+        manifest_rows = [manifest_record(document, counts[document.id]) for document in documents]
+        where = f"document_id IN ({', '.join(sql_string(document_id) for document_id in counts)})"
         with self._write_lock():
             self._chunks.delete(where)
             if rows:
                 self._chunks.add(rows)
             self._documents.delete(where)
-            self._documents.add([manifest_row])
+            self._documents.add(manifest_rows)
             self._ensure_fts_index()
             self._compact_now_and_then()
+
+    def replace_document(self, document: Document, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        self.replace_documents([document], chunks, vectors)
 
     def delete_document(self, document_id: str) -> None:
         where = f"document_id = {sql_string(document_id)}"
@@ -163,9 +170,10 @@ class LanceDBStore:
             self._compact_now_and_then()
 
     def _compact_now_and_then(self) -> None:
-        """Every write adds a fragment and a version, and deletes slow down with their number:
-        compacting every ``COMPACT_EVERY_WRITES`` writes of this process (which also folds new rows
-        into the full-text index) halved the write time of a 300-file index."""
+        """Every write (a whole batch of documents included) adds a fragment and a version, and
+        deletes slow down with their number: compacting every ``COMPACT_EVERY_WRITES`` writes of this
+        process (which also folds new rows into the full-text index) halved the write time of a
+        300-file index written one file at a time."""
         self._writes += 1
         if self._writes % COMPACT_EVERY_WRITES == 0:
             self._chunks.optimize()

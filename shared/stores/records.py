@@ -24,3 +24,16 @@ def manifest_record(document: Document, chunk_count: int) -> dict[str, Any]:
         "indexed_at": time.time(),
         "metadata": json.dumps(document.metadata, sort_keys=True),
     }
+
+
+def chunk_counts(documents: list[Document], chunks: list[Chunk]) -> dict[str, int]:
+    """Chunks per document of a batched replace; refuses a document listed twice or a chunk of a
+    document not listed, either of which would leave the manifest disagreeing with the chunks."""
+    counts = dict.fromkeys((document.id for document in documents), 0)
+    if len(counts) != len(documents):
+        raise ValueError("a document is listed twice in one replace")
+    for chunk in chunks:
+        if chunk.document_id not in counts:
+            raise ValueError(f"chunk {chunk.id} belongs to no document of this replace")
+        counts[chunk.document_id] += 1
+    return counts

@@ -4,8 +4,9 @@ One tenant-free collection of chunks named by ``HINDSIGHT_WEAVIATE_COLLECTION`` 
 ``<name>Document`` collection holding the manifest, so the manifest lives with the chunks it
 describes. Object UUIDs are UUIDv5 of the chunk id (and of the document id for manifest rows): a
 re-index upserts the same objects instead of duplicating them, and the ordinals a shorter version
-no longer has are deleted afterwards. The query builders are plain functions so they can be tested
-without a server (Weaviate cannot run on the development machines).
+no longer has are deleted afterwards; a batch of documents goes in one client batch. The query
+builders are plain functions so they can be tested without a server (Weaviate cannot run on the
+development machines).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from weaviate.util import generate_uuid5
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.interfaces import Hit, ManifestEntry
 from shared.settings import Settings
-from shared.stores.records import CHUNK_FIELDS, manifest_record
+from shared.stores.records import CHUNK_FIELDS, chunk_counts, manifest_record
 
 DOCUMENT_SUFFIX = "Document"
 BM25_PROPERTIES = ["text", "title^2", "heading_path"]
@@ -159,14 +160,19 @@ def bm25_query(query: str, limit: int, filters: SearchFilters | None) -> dict[st
     }
 
 
-def stale_chunks_filter(document_id: str, keep: int) -> _Filters:
-    """The document's chunks with an ordinal its new version no longer has."""
-    return Filter.all_of(
-        [
-            Filter.by_property("document_id").equal(document_id),
-            Filter.by_property("ordinal").greater_or_equal(keep),
-        ]
-    )
+def stale_chunks_filter(counts: dict[str, int]) -> _Filters:
+    """The chunks of each document with an ordinal its new version (of ``counts[id]`` chunks) no
+    longer has."""
+    parts = [
+        Filter.all_of(
+            [
+                Filter.by_property("document_id").equal(document_id),
+                Filter.by_property("ordinal").greater_or_equal(keep),
+            ]
+        )
+        for document_id, keep in counts.items()
+    ]
+    return parts[0] if len(parts) == 1 else Filter.any_of(parts)
 
 
 def chunk_properties(chunk: Chunk) -> dict[str, Any]:
@@ -212,9 +218,13 @@ class WeaviateStore:
         )
         return cls(client, settings.weaviate_collection)
 
-    def replace_document(self, document: Document, chunks: list[Chunk], vectors: np.ndarray) -> None:
-        """Upsert the chunks by their deterministic UUIDs, drop ordinals past the new end, then
-        write the manifest row: a crash in between leaves a hash mismatch the next scan repairs."""
+    def replace_documents(self, documents: list[Document], chunks: list[Chunk], vectors: np.ndarray) -> None:
+        """Upsert all chunks by their deterministic UUIDs in one client batch, drop every document's
+        ordinals past its new end in one delete, then write the manifest rows in one batch: a crash
+        in between leaves hash mismatches the next scan repairs."""
+        counts = chunk_counts(documents, chunks)
+        if not documents:
+            return
         with self._chunks.batch.fixed_size(batch_size=BATCH_SIZE) as batch:
             for chunk, vector in zip(chunks, vectors, strict=True):
                 batch.add_object(
@@ -223,12 +233,17 @@ class WeaviateStore:
                     vector=vector.astype(np.float32).tolist(),
                 )
         self._raise_failed(self._chunks)
-        self._chunks.data.delete_many(where=stale_chunks_filter(document.id, len(chunks)))
-        with self._documents.batch.fixed_size(batch_size=1) as batch:
-            batch.add_object(
-                properties=manifest_record(document, len(chunks)), uuid=document_uuid(document.id)
-            )
+        self._chunks.data.delete_many(where=stale_chunks_filter(counts))
+        with self._documents.batch.fixed_size(batch_size=BATCH_SIZE) as batch:
+            for document in documents:
+                batch.add_object(
+                    properties=manifest_record(document, counts[document.id]),
+                    uuid=document_uuid(document.id),
+                )
         self._raise_failed(self._documents)
+
+    def replace_document(self, document: Document, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        self.replace_documents([document], chunks, vectors)
 
     def delete_document(self, document_id: str) -> None:
         self._chunks.data.delete_many(where=Filter.by_property("document_id").equal(document_id))

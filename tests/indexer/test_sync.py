@@ -1,7 +1,7 @@
 """Incremental sync against the real LanceDB store and the real ONNX embedder, and every bad input.
 
 Each test indexes a small temporary tree in-process (``sync_root``, the same ``begin_scan`` /
-``index_file`` the Celery tasks run) and then checks what the store holds.
+``plan_batches`` / ``index_batch`` the Celery tasks run) and then checks what the store holds.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from services.indexer.manifest_diff import document_id_for
-from services.indexer.pipeline import sync_root
-from shared.contracts import IndexRequest, ScanReport
+from services.indexer.pipeline import begin_scan, index_batch, plan_batches, sync_root
+from shared.contracts import IndexFileTask, IndexRequest, ScanReport
 from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
@@ -21,13 +21,17 @@ from tests.indexer.documents import ARTICLE_HTML, write_pdf
 
 
 class CountingEmbedder:
-    """The real embedder, counting how many passages it was asked to embed."""
+    """The real embedder, counting its calls and how many passages it was asked to embed; it raises
+    (as a backend that is down would) for any call holding ``poison``."""
 
-    def __init__(self, inner: OnnxEmbedder) -> None:
-        self.inner, self.embedded = inner, 0
+    def __init__(self, inner: OnnxEmbedder, poison: str | None = None) -> None:
+        self.inner, self.embedded, self.calls, self.poison = inner, 0, 0, poison
         self.name, self.dimension = inner.name, inner.dimension
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        if self.poison and any(self.poison in text for text in texts):
+            raise ConnectionError(f"embedder refused a batch holding {self.poison}")
         self.embedded += len(texts)
         return self.inner.embed_documents(texts)
 
@@ -164,3 +168,86 @@ def test_a_file_that_turns_bad_loses_its_old_chunks(
     assert store.count_chunks() == 0 and store.manifest(str(docs)) == {}
     os.remove(note)
     assert sync(docs, store, embedder, settings).deleted == 0
+
+
+def file_task(name: str, size: int) -> IndexFileTask:
+    return IndexFileTask(
+        job_id="j", root="/r", path=f"/r/{name}", document_id=name, content_hash="h", size_bytes=size
+    )
+
+
+def test_batches_are_bounded_by_file_count_and_bytes_and_a_big_file_goes_alone(settings: Settings) -> None:
+    by_count = settings.model_copy(update={"index_batch_files": 2, "index_batch_bytes": 1_000})
+    work = [file_task(f"f{i}", 10) for i in range(5)]
+    assert [[t.path[3:] for t in b.files] for b in plan_batches(work, by_count)] == [
+        ["f0", "f1"], ["f2", "f3"], ["f4"],
+    ]  # fmt: skip
+    by_bytes = settings.model_copy(update={"index_batch_files": 10, "index_batch_bytes": 12})
+    sizes = [6, 6, 6, 20, 1, 5]
+    work = [file_task(f"f{i}", size) for i, size in enumerate(sizes)]
+    assert [[t.size_bytes for t in b.files] for b in plan_batches(work, by_bytes)] == [
+        [6, 6],
+        [6],
+        [20],
+        [1, 5],
+    ]
+    assert plan_batches([], settings) == []
+
+
+def test_a_scan_embeds_once_per_batch_and_a_bad_file_fails_alone(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    counting = CountingEmbedder(embedder)
+    for i in range(5):
+        (docs / f"note-{i}.md").write_text(long_note(f"topic {i}", 4))
+    (docs / "note-2b.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf")
+    three_per_batch = settings.model_copy(update={"index_batch_files": 3})
+    report = sync(docs, store, counting, three_per_batch)
+    assert (report.new, report.failed) == (6, 1)
+    assert Path(report.failures[0].path).name == "note-2b.pdf"
+    assert "corrupt PDF" in (report.failures[0].reason or "")
+    assert counting.calls == 2, "six files in batches of three: one embedder call per batch"
+    manifest = store.manifest(str(docs))
+    assert sorted(Path(uri).name for uri in manifest) == [f"note-{i}.md" for i in range(5)]
+    assert report.chunks == counting.embedded == store.count_chunks()
+    assert all(entry.chunk_count == len(chunk_ordinals(store, Path(uri))) for uri, entry in manifest.items())
+
+
+def test_a_batch_the_backend_rejects_is_indexed_file_by_file_and_only_the_culprit_fails(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    (docs / "a.md").write_text(long_note("bread a", 3))
+    (docs / "b.md").write_text(long_note("POISON bread", 3))
+    (docs / "c.md").write_text(long_note("bread c", 3))
+    poisoned = CountingEmbedder(embedder, poison="POISON")
+    report = sync(docs, store, poisoned, settings)
+    assert poisoned.calls == 1 + 3, "the whole batch once, then each file alone"
+    assert report.failed == 1 and Path(report.failures[0].path).name == "b.md"
+    assert report.failures[0].reason == "ConnectionError: embedder refused a batch holding POISON"
+    assert sorted(Path(uri).name for uri in store.manifest(str(docs))) == ["a.md", "c.md"]
+    assert store.count_chunks() == report.chunks == poisoned.embedded
+
+
+def test_reindexing_and_rerunning_a_batch_keep_chunk_counts_exact(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    for i in range(4):
+        (docs / f"n{i}.md").write_text(long_note(f"rye {i}", 6))
+    sync(docs, store, embedder, settings)
+    kept = sum(
+        e.chunk_count for uri, e in store.manifest(str(docs)).items() if Path(uri).name in ("n2.md", "n3.md")
+    )
+    (docs / "n0.md").write_text(long_note("rye 0", 2))
+    (docs / "n1.md").write_text(long_note("rye 1", 12))
+    report, work = begin_scan(IndexRequest(job_id="again", root=str(docs)), store, settings)
+    assert (report.changed, len(work)) == (2, 2)
+    once = index_batch(work, store, embedder, settings)
+    after_once = store.count_chunks()
+    twice = index_batch(work, store, embedder, settings)  # a redelivered batch writes the same rows
+    assert once == twice and store.count_chunks() == after_once
+    manifest = store.manifest(str(docs))
+    assert after_once == sum(entry.chunk_count for entry in manifest.values())
+    assert after_once == kept + sum(r.chunks for r in once)
+    for name in ("n0.md", "n1.md"):
+        ordinals = chunk_ordinals(store, docs / name)
+        assert ordinals == list(range(manifest[str(docs / name)].chunk_count))

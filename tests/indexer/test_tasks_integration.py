@@ -1,9 +1,10 @@
 """The Celery edge end to end: a real ``redis-server``, a real ``celery worker -Q index`` subprocess.
 
-The job's event stream must carry per-file progress (done of total, rate, ETA) and end with the
-report; a file whose embedding keeps failing is retried with backoff, then parked with its reason
-while the rest of the scan completes. That last test embeds through the Ollama embedder against a
-local HTTP stand-in of Ollama's ``/api/embed`` (the Ollama server cannot run here).
+The files are indexed in batches, yet the job's event stream must carry per-file progress (done of
+total, rate, ETA) and end with the report; a batch whose embedding keeps failing is retried with
+backoff, then indexed file by file, and the file that fails alone is parked with its reason while
+the rest of its batch and of the scan completes. That last test embeds through the Ollama embedder
+against a local HTTP stand-in of Ollama's ``/api/embed`` (the Ollama server cannot run here).
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def test_scan_fans_out_reports_progress_and_resyncs_incrementally(
     write_pdf(docs / "paper.pdf", ["Page one about rye.", "Page two about spelt."])
     (docs / "broken.pdf").write_bytes(b"%PDF-1.4 nonsense")
     data_dir = tmp_path / "worker-data"
-    worker = start_index_worker(worker_env(redis_url, data_dir, [docs]), tmp_path / "worker.log")
+    env = worker_env(redis_url, data_dir, [docs], HINDSIGHT_INDEX_BATCH_FILES="4")
+    worker = start_index_worker(env, tmp_path / "worker.log")
     try:
         job_id = send_scan(redis_url, docs)
         report = wait_for_report(client, job_id)
@@ -63,7 +65,8 @@ def test_scan_fans_out_reports_progress_and_resyncs_incrementally(
         assert "corrupt PDF" in (report.failures[0].reason or "")
         events = job_events(client, job_id)
         documents = [e for e in events if e.stage == "document"]
-        assert len(documents) == 6
+        assert len(documents) == 6, "one event per file, though two batches (4 + 2) indexed them"
+        assert [e.data["progress"]["done"] for e in documents] == [1, 2, 3, 4, 5, 6]
         last = documents[-1].data["progress"]
         assert (last["done"], last["total"]) == (6, 6) and last["rate_files_per_s"] > 0
         assert all(e.data["progress"]["eta_s"] is not None for e in documents)
@@ -84,7 +87,7 @@ def test_scan_fans_out_reports_progress_and_resyncs_incrementally(
     assert store.count_chunks() == sum(e.chunk_count for e in store.manifest().values())
 
 
-def test_a_file_that_keeps_failing_is_retried_with_backoff_then_parked(
+def test_a_batch_that_keeps_failing_is_retried_with_backoff_then_only_the_culprit_is_parked(
     tmp_path: Path, docs: Path, redis_url: str
 ) -> None:
     client = redis.Redis.from_url(redis_url, decode_responses=True)
@@ -113,6 +116,10 @@ def test_a_file_that_keeps_failing_is_retried_with_backoff_then_parked(
     assert Path(parked.path).name == "poison.md" and parked.attempts == 3
     assert (parked.reason or "").startswith("parked after 3 attempts: EmbedderError")
     poisoned = [r for r in standin.requests if "POISON" in json.dumps(r)]
-    assert len(poisoned) == 3
-    retries = [e for e in job_events(client, job_id) if e.stage == "document" and "retry" in e.detail]
-    assert len(retries) == 2
+    assert len(poisoned) == 3, "twice with its batch, once alone"
+    events = job_events(client, job_id)
+    retries = [e for e in events if e.stage == "document" and "retry" in e.detail]
+    assert [sorted(Path(p).name for p in e.data["paths"]) for e in retries] == [["fine.md", "poison.md"]] * 2
+    results = {Path(e.data["result"]["path"]).name: e.data["result"] for e in events if "result" in e.data}
+    assert results["fine.md"]["status"] == "indexed" and results["fine.md"]["attempts"] == 3
+    assert results["poison.md"]["status"] == "failed"

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from weaviate.collections.classes.config import _CollectionConfigCreate
-from weaviate.collections.classes.filters import _FilterAnd, _FilterValue
+from weaviate.collections.classes.filters import _FilterAnd, _FilterOr, _FilterValue
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.stores.weaviate_store import (
@@ -135,6 +135,7 @@ class RecordingCollection:
 
     def __init__(self) -> None:
         self.added: list[dict[str, Any]] = []
+        self.batches = 0
         self.deleted: list[Any] = []
         self.objects: list[Any] = []
         self.failed: list[Any] = []
@@ -147,6 +148,7 @@ class RecordingCollection:
 
     @contextmanager
     def _fixed_size(self, batch_size: int) -> Any:
+        self.batches += 1
         yield SimpleNamespace(add_object=lambda **kw: self.added.append(kw))
 
     def iterator(self, return_properties: list[str]) -> Any:
@@ -189,6 +191,34 @@ def test_replace_upserts_by_uuid_drops_stale_ordinals_then_writes_the_manifest()
     store.delete_document("doc_1")
     assert leaves(chunks_col.deleted[-1]) == [("document_id", "Equal", "doc_1")]
     assert leaves(docs_col.deleted[-1]) == [("document_id", "Equal", "doc_1")]
+
+
+def test_a_batch_of_documents_is_one_client_batch_one_stale_delete_and_one_manifest_batch() -> None:
+    client = RecordingClient()
+    store = WeaviateStore(client, "C")
+    chunks_col, docs_col = client.by_name["C"], client.by_name["CDocument"]
+    documents = [
+        Document(id=i, source_uri=f"/notes/{i}.md", kind=SourceKind.MARKDOWN, title=i, content_hash=f"h{i}")
+        for i in ("d1", "d2", "empty")
+    ]
+    chunks = [make_chunk(0, "d1"), make_chunk(1, "d1"), make_chunk(0, "d2")]
+    store.replace_documents(documents, chunks, np.ones((3, 4), dtype=np.float32))
+    assert chunks_col.batches == docs_col.batches == 1
+    assert [a["uuid"] for a in chunks_col.added] == [chunk_uuid(c.id) for c in chunks]
+    assert len(chunks_col.deleted) == 1 and isinstance(chunks_col.deleted[0], _FilterOr)
+    assert [leaves(part) for part in chunks_col.deleted[0].filters] == [
+        [("document_id", "Equal", "d1"), ("ordinal", "GreaterThanEqual", 2)],
+        [("document_id", "Equal", "d2"), ("ordinal", "GreaterThanEqual", 1)],
+        [("document_id", "Equal", "empty"), ("ordinal", "GreaterThanEqual", 0)],
+    ]
+    rows = {row["uuid"]: row["properties"]["chunk_count"] for row in docs_col.added}
+    assert rows == {document_uuid("d1"): 2, document_uuid("d2"): 1, document_uuid("empty"): 0}
+
+    with pytest.raises(ValueError, match="belongs to no document"):
+        store.replace_documents(documents[:1], [make_chunk(0, "d2")], np.ones((1, 4), dtype=np.float32))
+    with pytest.raises(ValueError, match="listed twice"):
+        store.replace_documents([documents[0], documents[0]], [], np.ones((0, 4), dtype=np.float32))
+    assert chunks_col.batches == 1, "a refused replace writes nothing"
 
 
 def test_rejected_objects_raise_with_weaviates_reason() -> None:

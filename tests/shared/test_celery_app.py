@@ -14,7 +14,7 @@ from shared.celery_app import _single_prefetch_for_heavy_queues, app
     [
         ("scrape.run", "scrape"),
         ("index.scan", "index"),
-        ("index.document", "index"),
+        ("index.batch", "index"),
         ("retrieve.plan", "retrieve"),
         ("retrieve.search", "retrieve"),
         ("rerank.score", "rerank"),

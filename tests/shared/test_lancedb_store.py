@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -59,5 +60,32 @@ def test_replaces_and_deletes_stay_exact_across_compactions(
     assert manifest["/notes/4.md"].chunk_count == 1 and manifest["/notes/4.md"].content_hash == "delta4"
     assert [c.text for c in store.document_chunks("doc4", [0, 1, 2])] == ["delta4"]
     assert store.document_chunks("doc11", [0, 1, 2]) == []
+    assert [hit.chunk.id for hit in store.keyword_search("delta6", 5)] == ["doc6:0"]
+    assert store.keyword_search("alpha6", 5) == []
+
+
+def test_batched_replaces_stay_exact_across_compactions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lancedb_store, "COMPACT_EVERY_WRITES", 3)
+    store = LanceDBStore(tmp_path, DIMENSION)
+
+    def write_batch(numbers: range, words_of: Callable[[int], list[str]]) -> None:
+        pairs = [document(number, words_of(number)) for number in numbers]
+        chunks = [chunk for _, chunk_list in pairs for chunk in chunk_list]
+        vectors = np.random.default_rng(len(chunks)).random((len(chunks), DIMENSION), dtype=np.float32)
+        store.replace_documents([doc for doc, _ in pairs], chunks, vectors)
+
+    for first in range(0, 40, 8):
+        write_batch(range(first, first + 8), lambda n: [f"alpha{n}", f"beta{n}", f"gamma{n}"])
+    write_batch(range(0, 40, 2), lambda n: [f"delta{n}"] if n % 4 else [])
+    write_batch(range(0, 40, 2), lambda n: [f"delta{n}"] if n % 4 else [])  # a redelivered batch
+
+    manifest = store.manifest()
+    assert len(manifest) == 40
+    assert store.count_chunks() == 20 * 3 + 10 * 1
+    assert manifest["/notes/6.md"].chunk_count == 1 and manifest["/notes/6.md"].content_hash == "delta6"
+    assert manifest["/notes/4.md"].chunk_count == 0 and store.document_chunks("doc4", [0, 1, 2]) == []
+    assert [c.text for c in store.document_chunks("doc5", [0, 1, 2])] == ["alpha5", "beta5", "gamma5"]
     assert [hit.chunk.id for hit in store.keyword_search("delta6", 5)] == ["doc6:0"]
     assert store.keyword_search("alpha6", 5) == []
