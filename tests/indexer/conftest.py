@@ -18,22 +18,14 @@ import redis
 from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
-from tests.conftest import free_port
+from tests.conftest import free_port, require_embedder
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def models_dir() -> Path:
-    """``HINDSIGHT_MODELS_DIR`` or the repository's ``.hindsight/models`` (``hindsight models prepare``)."""
-    path = Path(os.environ.get("HINDSIGHT_MODELS_DIR", REPO / ".hindsight" / "models")).resolve()
-    if not (path / "all-MiniLM-L6-v2" / "model_int8.onnx").exists():
-        pytest.fail(f"no embedder under {path}: run `hindsight models prepare` or set HINDSIGHT_MODELS_DIR")
-    return path
-
-
 @pytest.fixture(scope="session")
 def embedder() -> OnnxEmbedder:
-    return OnnxEmbedder(models_dir() / "all-MiniLM-L6-v2", threads=1)
+    return OnnxEmbedder(require_embedder() / "all-MiniLM-L6-v2", threads=1)
 
 
 @pytest.fixture
@@ -47,7 +39,7 @@ def docs(tmp_path: Path) -> Path:
 def settings(tmp_path: Path, docs: Path) -> Settings:
     return Settings(
         data_dir=tmp_path / "data",
-        models_dir=models_dir(),
+        models_dir=require_embedder(),
         roots=[docs],
         chunk_tokens=64,
         chunk_overlap=12,
@@ -93,7 +85,7 @@ def worker_env(redis_url: str, data_dir: Path, roots: list[Path], **extra: str) 
         PYTHONPATH=str(REPO),
         HINDSIGHT_REDIS_URL=redis_url,
         HINDSIGHT_DATA_DIR=str(data_dir),
-        HINDSIGHT_MODELS_DIR=str(models_dir()),
+        HINDSIGHT_MODELS_DIR=str(require_embedder()),
         HINDSIGHT_ROOTS=os.pathsep.join(str(r) for r in roots),
         HINDSIGHT_CHUNK_TOKENS="64",
         HINDSIGHT_CHUNK_OVERLAP="12",
