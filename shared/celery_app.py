@@ -14,6 +14,7 @@ from celery.signals import celeryd_init
 from kombu import Queue
 
 from shared.logging import install_celery_hooks
+from shared.reconnect import RequeueAfterReconnect
 from shared.settings import Settings, get_settings
 
 QUEUES = ("scrape", "index", "retrieve", "rerank", "map", "reduce")
@@ -52,7 +53,12 @@ def create_app() -> Celery:
         result_expires=settings.event_ttl_s,
         broker_connection_retry_on_startup=True,
         broker_transport_options={"visibility_timeout": settings.broker_visibility_timeout_s},
+        # A task finishing while Redis restarts keeps retrying to record its result (and its part of
+        # a chord) instead of failing: a lost chord part would hold its whole job up for good.
+        result_backend_always_retry=True,
+        result_backend_max_retries=30,
     )
+    app.steps["consumer"].add(RequeueAfterReconnect)
     return app
 
 

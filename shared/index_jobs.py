@@ -31,6 +31,18 @@ def confine_to_roots(path: Path, roots: list[Path]) -> Path:
     return resolved
 
 
+# KEYS: the progress hash, the set of files counted; ARGV: path, failed (0 or 1), chunks, ttl.
+RECORD_ONCE = """
+if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
+    redis.call('HINCRBY', KEYS[1], 'done', 1)
+    redis.call('HINCRBY', KEYS[1], 'failed', ARGV[2])
+    redis.call('HINCRBY', KEYS[1], 'chunks', ARGV[3])
+    redis.call('EXPIRE', KEYS[2], ARGV[4])
+end
+redis.call('HSET', KEYS[1], 'current', ARGV[1])
+"""
+
+
 def progress_key(job_id: str) -> str:
     return f"hindsight:index:{job_id}:progress"
 
@@ -51,12 +63,17 @@ class ProgressTracker:
         return self.read() or IndexProgress(job_id=self.job_id, total=total)
 
     def record(self, result: IndexFileResult) -> IndexProgress:
-        pipe = self._client.pipeline()
-        pipe.hincrby(self._key, "done", 1)
-        pipe.hincrby(self._key, "failed", int(result.status == "failed"))
-        pipe.hincrby(self._key, "chunks", result.chunks)
-        pipe.hset(self._key, "current", result.path)
-        pipe.execute()
+        """Count the file once, however many times its task runs (a redelivered message runs it again)."""
+        self._client.eval(
+            RECORD_ONCE,
+            2,
+            self._key,
+            f"{self._key}:files",
+            result.path,
+            int(result.status == "failed"),
+            result.chunks,
+            get_settings().event_ttl_s,
+        )
         return self.read() or IndexProgress(job_id=self.job_id)
 
     def read(self) -> IndexProgress | None:

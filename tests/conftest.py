@@ -50,7 +50,9 @@ def require_embedder() -> Path:
 NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
 
 
-def start_redis_server(workdir: Path, port: int, persistence: tuple[str, ...] = NO_PERSISTENCE) -> subprocess.Popen[bytes]:
+def start_redis_server(
+    workdir: Path, port: int, persistence: tuple[str, ...] = NO_PERSISTENCE
+) -> subprocess.Popen[bytes]:
     """``redis-server`` on ``port`` with its files in ``workdir``; returns once it answers PING."""
     binary = shutil.which("redis-server")
     if binary is None:
@@ -134,7 +136,7 @@ def hindsight_env(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture(scope="session")
 def standin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ProvisionReport]:
-    """The offline stand-in cross-encoder, provisioned exactly as ``hindsight models prepare --standin-reranker``."""
+    """The offline stand-in cross-encoder, as ``hindsight models prepare --standin-reranker`` builds it."""
     from services.reranker.provision import build_standin
 
     model_dir = tmp_path_factory.mktemp("reranker") / "standin"

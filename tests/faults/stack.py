@@ -48,7 +48,9 @@ class FaultStack:
 
     def get(self, path: str) -> dict[str, object]:
         """A GET of the gateway's API with this stack's key; the JSON body, whatever the status."""
-        response = httpx.get(self.settings.gateway_url + path, headers={"X-API-Key": self.api_key or ""}, timeout=30)
+        response = httpx.get(
+            self.settings.gateway_url + path, headers={"X-API-Key": self.api_key or ""}, timeout=30
+        )
         return dict(response.json())
 
     def start(self, *specs: ProcessSpec) -> None:

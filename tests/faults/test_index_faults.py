@@ -39,7 +39,9 @@ def compose_redis_persistence() -> tuple[str, ...]:
 class RestartableRedis:
     def __init__(self, workdir: Path) -> None:
         self.workdir, self.port = workdir, free_port()
-        self.process: subprocess.Popen[bytes] = start_redis_server(workdir, self.port, compose_redis_persistence())
+        self.process: subprocess.Popen[bytes] = start_redis_server(
+            workdir, self.port, compose_redis_persistence()
+        )
 
     @property
     def url(self) -> str:
@@ -66,7 +68,9 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def stack(broker: RestartableRedis, library: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultStack]:
+def stack(
+    broker: RestartableRedis, library: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[FaultStack]:
     env = {
         "HINDSIGHT_ROOTS": str(library),
         "HINDSIGHT_MAX_FILE_BYTES": str(MAX_FILE_BYTES),
@@ -117,11 +121,13 @@ def test_redis_restarted_mid_index_loses_and_duplicates_no_chunk(
     stack: FaultStack, broker: RestartableRedis, library: Path
 ) -> None:
     root = library / "restart"
-    good = write_notes(root, 400, subfolders=4)
+    good = write_notes(root, 200, subfolders=4)
 
     job_id = stack.client.index(str(root))
     at_restart = wait_for(
-        lambda: (p := progress_of(stack, job_id)) and p.done >= p.total // 10 and p, 120, "a tenth of the files"
+        lambda: (p := progress_of(stack, job_id)) and p.done >= p.total // 10 and p,
+        120,
+        "a tenth of the files",
     )
     broker.restart()
     report = index_report(stack, job_id, timeout_s=180)
@@ -130,7 +136,10 @@ def test_redis_restarted_mid_index_loses_and_duplicates_no_chunk(
     assert at_restart.done < at_restart.total, "Redis restarted while the job was still running"
     assert (report.new, report.failed, report.skipped, report.chunks) == (len(good), 0, 0, len(good))
     assert progress is not None
-    assert (progress.total, progress.done, progress.failed, progress.chunks) == (len(good),) * 2 + (0, len(good))
+    assert (progress.total, progress.done, progress.failed, progress.chunks) == (len(good),) * 2 + (
+        0,
+        len(good),
+    )
     assert_store_holds_exactly(stack, root, good)
     stack.wait_until_served({"index": len(INDEXERS)})
     print(f"restarted Redis at {at_restart.done}/{at_restart.total} files; progress after: {progress}")

@@ -58,7 +58,9 @@ def worker_specs(standin_dir: Path) -> list[ProcessSpec]:
 
 
 @pytest.fixture(scope="module")
-def stack(redis_url: str, standin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultStack]:
+def stack(
+    redis_url: str, standin_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[FaultStack]:
     library = tmp_path_factory.mktemp("library").resolve()
     env = {
         "HINDSIGHT_ROOTS": str(library),
@@ -173,12 +175,16 @@ def test_fifty_questions_at_once_are_answered_or_refused_with_429_and_no_worker_
 
     def ask(n: int) -> httpx.Response:
         body = {"question": f"What detail did observation {n}.1 note about the sourdough starter?"}
-        return httpx.post(f"{stack.settings.gateway_url}/v1/questions", json=body, headers=headers, timeout=60)
+        return httpx.post(
+            f"{stack.settings.gateway_url}/v1/questions", json=body, headers=headers, timeout=60
+        )
 
     with ThreadPoolExecutor(BURST) as pool:
         responses = list(pool.map(ask, range(BURST)))
 
-    assert {r.status_code for r in responses} <= {202, 429}, [r.text for r in responses if r.status_code >= 300]
+    assert {r.status_code for r in responses} <= {202, 429}, [
+        r.text for r in responses if r.status_code >= 300
+    ]
     refused = [r for r in responses if r.status_code == 429]
     assert all(int(r.headers["Retry-After"]) >= 1 for r in refused)
     accepted = [r.json()["id"] for r in responses if r.status_code == 202]

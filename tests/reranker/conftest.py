@@ -1,6 +1,6 @@
 """Fixtures of the reranker tests: the stand-in with dynamic int8, deterministic passages and candidates.
 
-The stand-in cross-encoder itself (built once, ~30 s) is in ``tests/conftest.py``: the fault tests serve it too.
+The stand-in cross-encoder itself (built once, ~30 s) is in ``tests/conftest.py``; the fault tests use it too.
 """
 
 from __future__ import annotations

@@ -51,7 +51,9 @@ def test_only_json_crosses_the_broker_and_tasks_ack_late() -> None:
 def test_question_workers_prefetch_one_and_redeliver_from_their_own_short_unacked_set(
     queues: object, question_worker: bool
 ) -> None:
-    conf = SimpleNamespace(worker_prefetch_multiplier=4, broker_transport_options={"visibility_timeout": 3600})
+    conf = SimpleNamespace(
+        worker_prefetch_multiplier=4, broker_transport_options={"visibility_timeout": 3600}
+    )
     _configure_question_workers(conf=conf, options={"queues": queues})
     options = conf.broker_transport_options
     if question_worker:
