@@ -62,6 +62,9 @@ def create_app() -> Celery:
     return app
 
 
+QUESTION_SWEEP_LOCK_S = 10
+
+
 def question_transport_options(settings: Settings) -> dict[str, Any]:
     """Kombu's Redis options for a worker that serves only question stages.
 
@@ -77,6 +80,9 @@ def question_transport_options(settings: Settings) -> dict[str, Any]:
         "unacked_key": "unacked:question",
         "unacked_index_key": "unacked_index:question",
         "unacked_mutex_key": "unacked_mutex:question",
+        # A sweep takes milliseconds; a worker killed during one must not block every sweep for
+        # kombu's default five minutes.
+        "unacked_mutex_expire": QUESTION_SWEEP_LOCK_S,
         "unacked_restore_interval": settings.question_restore_interval_s,
         "unacked_restore_throttle": 1,
     }
