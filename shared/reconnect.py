@@ -28,9 +28,11 @@ class RequeueAfterReconnect(bootsteps.StartStopStep):
 
     def stop(self, parent: Any) -> None:
         """The connection is going: note what its channel delivered and nobody acknowledged."""
-        consumer = parent.task_consumer
-        if consumer is not None:
-            self.taken |= set(consumer.channel.qos._delivered)
+        channel = getattr(parent.task_consumer, "channel", None)
+        if channel is not None:
+            # kombu's record of the channel's delivered, unacknowledged messages by delivery tag
+            # (the field of Redis's unacked hash): the very set it failed to requeue.
+            self.taken |= set(channel.qos._delivered)
 
     def start(self, parent: Any) -> None:
         """Connected again: requeue what was taken and is not running, at the head of its queue."""

@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -135,11 +133,3 @@ def assert_store_holds_exactly(stack: FaultStack, root: Path, expected: dict[str
         ordinals = list(range(entry.chunk_count + 1))
         chunks = store.document_chunks(entry.document_id, ordinals)
         assert sorted(c.ordinal for c in chunks) == list(range(entry.chunk_count)), entry.source_uri
-
-
-@contextmanager
-def stopped_on_exit(stack: FaultStack) -> Iterator[FaultStack]:
-    try:
-        yield stack
-    finally:
-        stack.down()
