@@ -89,6 +89,11 @@ def redis_server_binary() -> str:
         ) from exc
 
 
+# As docker-compose.yml runs it: an append-only file, so a restarted Redis still holds every queued
+# and unacknowledged task, every event stream and every job's progress.
+REDIS_PERSISTENCE = ("--appendonly", "yes", "--save", "60", "1")
+
+
 def redis_spec(settings: Settings) -> ProcessSpec:
     parsed = urlparse(settings.redis_url)
     if parsed.hostname not in ("127.0.0.1", "localhost"):
@@ -97,7 +102,7 @@ def redis_spec(settings: Settings) -> ProcessSpec:
         "redis",
         [
             redis_server_binary(), "--bind", "127.0.0.1", "--port", str(parsed.port or 6379),
-            "--save", "", "--appendonly", "no", "--dir", str(settings.run_dir),
+            *REDIS_PERSISTENCE, "--dir", str(settings.run_dir),
         ],
     )  # fmt: skip
 

@@ -14,7 +14,8 @@ from celery.signals import celeryd_init
 from kombu import Queue
 
 from shared.logging import install_celery_hooks
-from shared.settings import get_settings
+from shared.reconnect import RequeueAfterReconnect
+from shared.settings import Settings, get_settings
 
 QUEUES = ("scrape", "index", "retrieve", "rerank", "map", "reduce")
 
@@ -27,9 +28,10 @@ TASK_ROUTES = {
     "synthesize.*": {"queue": "reduce"},
 }
 
-# Queues whose tasks are heavy and long: a worker takes one message at a time so a second
-# worker can pick up the next instead of it waiting behind the first.
-SINGLE_PREFETCH_QUEUES = frozenset({"rerank", "map"})
+# The stages a user waits on. Their workers take one message at a time (a second worker picks up
+# the next instead of it waiting behind the first, and the queue depth the gateway's backpressure
+# reads is the real backlog) and get their message back from a dead worker within minutes, not hours.
+QUESTION_QUEUES = ("retrieve", "rerank", "map", "reduce")
 
 
 def create_app() -> Celery:
@@ -51,18 +53,55 @@ def create_app() -> Celery:
         result_expires=settings.event_ttl_s,
         broker_connection_retry_on_startup=True,
         broker_transport_options={"visibility_timeout": settings.broker_visibility_timeout_s},
+        # A task finishing while Redis restarts keeps retrying to record its result (and its part of
+        # a chord) instead of failing: a lost chord part would hold its whole job up for good.
+        result_backend_always_retry=True,
+        result_backend_max_retries=30,
     )
+    app.steps["consumer"].add(RequeueAfterReconnect)
     return app
 
 
-@celeryd_init.connect
-def _single_prefetch_for_heavy_queues(conf: Any = None, options: Any = None, **_: Any) -> None:
-    """Prefetch one message at a time on a worker that serves only ``rerank`` or ``map``."""
+QUESTION_SWEEP_LOCK_S = 10
+
+
+def question_transport_options(settings: Settings) -> dict[str, Any]:
+    """Kombu's Redis options for a worker that serves only question stages.
+
+    Redis hands a message out again once it has sat unacknowledged for the visibility timeout, but
+    only when a consumer sweeps the unacked set whose key it was filed under. Question workers file
+    their messages under keys of their own, with a short timeout and a sweep every few seconds, so a
+    question whose worker was killed resumes within ``question_visibility_timeout_s``; scrape and index
+    messages stay under kombu's default keys with the long timeout, and a long scrape is never re-run
+    because a short timeout passed.
+    """
+    return {
+        "visibility_timeout": settings.question_visibility_timeout_s,
+        "unacked_key": "unacked:question",
+        "unacked_index_key": "unacked_index:question",
+        "unacked_mutex_key": "unacked_mutex:question",
+        # A sweep takes milliseconds; a worker killed during one must not block every sweep for
+        # kombu's default five minutes.
+        "unacked_mutex_expire": QUESTION_SWEEP_LOCK_S,
+        "unacked_restore_interval": settings.question_restore_interval_s,
+        "unacked_restore_throttle": 1,
+    }
+
+
+def worker_queues(options: Any) -> set[str]:
     queues = (options or {}).get("queues") or []
     if isinstance(queues, str):
         queues = queues.split(",")
-    if queues and set(queues) <= SINGLE_PREFETCH_QUEUES and conf is not None:
+    return set(queues)
+
+
+@celeryd_init.connect
+def _configure_question_workers(conf: Any = None, options: Any = None, **_: Any) -> None:
+    """A worker serving only question queues prefetches one message and redelivers within minutes."""
+    queues = worker_queues(options)
+    if queues and queues <= set(QUESTION_QUEUES) and conf is not None:
         conf.worker_prefetch_multiplier = 1
+        conf.broker_transport_options = question_transport_options(get_settings())
 
 
 app = create_app()

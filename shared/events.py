@@ -15,6 +15,8 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from shared.contracts import Answer, Contract, Event, EventStatus
 from shared.settings import get_settings
@@ -43,9 +45,19 @@ def reranker_status_key(worker: str) -> str:
     return f"{RERANKER_STATUS_PREFIX}{worker}"
 
 
+# Retry a command for about 15 s of lost connection: a restarting Redis (a few seconds) must not fail
+# the task that was writing its progress or events at that moment.
+OUTAGE_RETRY = Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=20)
+
+
 @lru_cache(maxsize=4)
 def redis_client(url: str | None = None) -> redis.Redis:
-    return redis.Redis.from_url(url or get_settings().redis_url, decode_responses=True)
+    return redis.Redis.from_url(
+        url or get_settings().redis_url,
+        decode_responses=True,
+        retry=OUTAGE_RETRY,
+        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+    )
 
 
 def decode_entry(fields: dict[str, str]) -> Event:

@@ -92,8 +92,14 @@ class Settings(BaseSettings):
     reranker_precision: Literal["auto", "int8", "fp32"] = "auto"
     # How long the micro-batcher holds a partial batch for other questions' pairs.
     rerank_max_wait_ms: float = 10.0
-    # Redis redelivers a message a killed worker had not acknowledged after this many seconds.
+    # Redis redelivers a message a killed worker had not acknowledged after this many seconds: long
+    # for scrape and index, whose tasks can run long and must not run twice; short for the question
+    # stages (retrieve, rerank, map, reduce) a user waits on. The short one must exceed the longest
+    # question stage, or a slow stage is handed to a second worker while the first still runs it.
     broker_visibility_timeout_s: int = 3600
+    question_visibility_timeout_s: int = 300
+    # Seconds between question workers' sweeps for messages whose visibility timeout has passed.
+    question_restore_interval_s: int = 5
     # Seconds between the reranker's status heartbeats in Redis (read by /healthz).
     reranker_heartbeat_s: float = 15.0
 

@@ -15,11 +15,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import httpx
 import pytest
 import redis
+
+if TYPE_CHECKING:
+    from services.reranker.provision import ProvisionReport
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS_DIR = REPO / ".hindsight" / "models"
@@ -44,26 +47,41 @@ def require_embedder() -> Path:
     return models_dir()
 
 
-@contextmanager
-def running_redis(workdir: Path) -> Iterator[str]:
-    """A throwaway ``redis-server`` on a free loopback port (never 6379); yields its base URL."""
+NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
+
+
+def start_redis_server(
+    workdir: Path, port: int, persistence: tuple[str, ...] = NO_PERSISTENCE
+) -> subprocess.Popen[bytes]:
+    """``redis-server`` on ``port`` with its files in ``workdir``; returns once it answers PING."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server not found: apt-get install redis-server")
-    port = free_port()
     process = subprocess.Popen(
-        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+        [binary, "--bind", "127.0.0.1", "--port", str(port), *persistence,
          "--databases", str(REDIS_DATABASES), "--dir", str(workdir)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    base = f"redis://127.0.0.1:{port}"
+    wait_for(lambda: redis.Redis(port=port).ping(), 10, "redis-server")
+    return process
+
+
+def stop_redis_server(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, as ``docker stop`` sends it: Redis writes its append-only file and exits."""
+    process.terminate()
+    process.wait(10)
+
+
+@contextmanager
+def running_redis(workdir: Path) -> Iterator[str]:
+    """A throwaway ``redis-server`` on a free loopback port (never 6379); yields its base URL."""
+    port = free_port()
+    process = start_redis_server(workdir, port)
     try:
-        wait_for(lambda: redis.Redis.from_url(base).ping(), 10, "redis-server")
-        yield base
+        yield f"redis://127.0.0.1:{port}"
     finally:
-        process.terminate()
-        process.wait(10)
+        stop_redis_server(process)
 
 
 def wait_for(check: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.05) -> T:
@@ -114,3 +132,17 @@ def hindsight_env(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -
         get_settings.cache_clear()
         yield
     get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ProvisionReport]:
+    """The offline stand-in cross-encoder, as ``hindsight models prepare --standin-reranker`` builds it."""
+    from services.reranker.provision import build_standin
+
+    model_dir = tmp_path_factory.mktemp("reranker") / "standin"
+    return model_dir, build_standin(model_dir)
+
+
+@pytest.fixture(scope="session")
+def standin_dir(standin: tuple[Path, ProvisionReport]) -> Path:
+    return standin[0]

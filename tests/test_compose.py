@@ -61,3 +61,12 @@ def test_docker_compose_config_accepts_the_file() -> None:
         pytest.skip("neither `docker compose` nor `docker-compose` is installed")
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_local_redis_persists_like_compose_so_a_restart_loses_no_queued_task(compose: dict) -> None:
+    from cli.local_stack import REDIS_PERSISTENCE
+
+    command = compose["services"]["redis"]["command"]
+    assert command[0] == "redis-server"
+    assert tuple(command[1:]) == REDIS_PERSISTENCE
+    assert command[command.index("--appendonly") + 1] == "yes"

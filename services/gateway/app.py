@@ -15,7 +15,9 @@ from pathlib import Path
 import redis.asyncio as aioredis
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import FileResponse, Response
+from kombu.exceptions import OperationalError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from redis.exceptions import RedisError
 
 from services.gateway import indexing, questions, search_routes, watch_routes
 from services.gateway.auth import PROTECTED
@@ -106,8 +108,12 @@ async def reranker_statuses(client: aioredis.Redis) -> list[RerankerStatus]:
 
 
 def live_workers_per_queue(timeout_s: float = 1.0) -> dict[str, int]:
-    """How many live workers consume each queue, from a broadcast ping of the workers."""
-    replies = celery_app.control.inspect(timeout=timeout_s).active_queues() or {}
+    """How many live workers consume each queue, from a broadcast ping of the workers; none while the
+    broker cannot be reached (a restarting Redis), so that /healthz says degraded instead of failing."""
+    try:
+        replies = celery_app.control.inspect(timeout=timeout_s).active_queues() or {}
+    except (OSError, RedisError, OperationalError):
+        return dict.fromkeys(QUEUES, 0)
     counts = dict.fromkeys(QUEUES, 0)
     for queues in replies.values():
         for queue in queues:

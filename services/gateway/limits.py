@@ -20,7 +20,6 @@ from services.gateway.metrics import record_rejection
 from shared.celery_app import QUEUES
 from shared.settings import Settings
 
-QUESTION_QUEUES = ("retrieve", "rerank", "map", "reduce")
 INDEX_QUEUES = ("index",)
 
 

@@ -11,11 +11,12 @@ from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.evidence import evidence_for
-from services.gateway.limits import QUESTION_QUEUES, enforce_backpressure
+from services.gateway.limits import enforce_backpressure
 from services.gateway.metrics import require_known_stream, track
 from services.gateway.schemas import Evidence, QuestionAccepted, QuestionRequest, QuestionStatus
 from services.gateway.streaming import stream_events
 from services.gateway.workflow import start_question
+from shared.celery_app import QUESTION_QUEUES
 from shared.celery_app import app as celery_app
 from shared.contracts import Answer, QuestionState
 from shared.events import TERMINAL_STAGE, answer_key, decode_entry, events_key

@@ -57,3 +57,15 @@ def test_progress_reports_files_done_rate_and_eta(redis_env: redis.Redis) -> Non
     assert (progress.total, progress.done, progress.failed, progress.chunks) == (4, 2, 1, 3)
     assert progress.current == "/d/b.pdf"
     assert progress.rate_files_per_s > 0 and progress.eta_s is not None and progress.eta_s >= 0
+
+
+def test_a_file_whose_task_runs_twice_counts_once_in_the_progress(redis_env: redis.Redis) -> None:
+    """A redelivered message (killed worker, broker restart) indexes its file again: counted once."""
+    tracker = ProgressTracker("job-2", redis_env)
+    tracker.start(total=2)
+    for _ in range(2):
+        tracker.record(IndexFileResult(path="/d/a.md", status="indexed", chunks=3))
+    tracker.record(IndexFileResult(path="/d/b.md", status="indexed", chunks=1))
+    progress = read_progress("job-2", redis_env)
+    assert progress is not None
+    assert (progress.total, progress.done, progress.failed, progress.chunks) == (2, 2, 0, 4)

@@ -1,4 +1,7 @@
-"""Shared fixtures: the stand-in cross-encoder (built once, ~30 s) and a private redis-server."""
+"""Fixtures of the reranker tests: the stand-in with dynamic int8, deterministic passages and candidates.
+
+The stand-in cross-encoder itself (built once, ~30 s) is in ``tests/conftest.py``; the fault tests use it too.
+"""
 
 from __future__ import annotations
 
@@ -8,26 +11,8 @@ from pathlib import Path
 import pytest
 
 from services.reranker.cross_encoder import MODEL_FILES, PROVENANCE_FILE, TOKENIZER_FILE
-from services.reranker.provision import (
-    CONFIG_FILE,
-    HEAD_FIT_TEXTS,
-    ProvisionReport,
-    build_standin,
-    quantize_int8,
-)
+from services.reranker.provision import CONFIG_FILE, HEAD_FIT_TEXTS, ProvisionReport, quantize_int8
 from shared.contracts import Candidate, Chunk, SourceKind
-
-
-@pytest.fixture(scope="session")
-def standin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ProvisionReport]:
-    """The offline stand-in, provisioned exactly as ``hindsight models prepare --standin-reranker``."""
-    model_dir = tmp_path_factory.mktemp("reranker") / "standin"
-    return model_dir, build_standin(model_dir)
-
-
-@pytest.fixture(scope="session")
-def standin_dir(standin: tuple[Path, ProvisionReport]) -> Path:
-    return standin[0]
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def start_worker(env: dict[str, str], name: str, log: Path) -> subprocess.Popen[bytes]:
     argv = [
-        sys.executable, "-m", "celery", "-A", "tests.reranker.quick_redelivery_app", "worker", "-Q", "rerank",
+        sys.executable, "-m", "celery", "-A", "services.reranker.tasks", "worker", "-Q", "rerank",
         "--pool", "threads", "--concurrency", "2", "-n", f"{name}@%h",
         "--without-gossip", "--without-mingle", "--loglevel", "INFO",
     ]  # fmt: skip
@@ -53,10 +53,11 @@ def test_worker_killed_mid_batch_task_is_redelivered_and_completes(
         "HINDSIGHT_RERANKER_PRECISION": "fp32",
         "HINDSIGHT_ONNX_THREADS": "1",
         # Redelivery waits this long; it must outlast the second worker's scoring, or Redis hands the
-        # task out a third time while it is still running.
-        "HINDSIGHT_BROKER_VISIBILITY_TIMEOUT_S": "30",
+        # task out a third time while it is still running. Sweeps run every second.
+        "HINDSIGHT_QUESTION_VISIBILITY_TIMEOUT_S": "30",
+        "HINDSIGHT_QUESTION_RESTORE_INTERVAL_S": "1",
     }
-    for key in ("HINDSIGHT_REDIS_URL", "HINDSIGHT_BROKER_VISIBILITY_TIMEOUT_S"):
+    for key in ("HINDSIGHT_REDIS_URL", "HINDSIGHT_QUESTION_VISIBILITY_TIMEOUT_S"):
         monkeypatch.setenv(key, env[key])
     from shared.celery_app import create_app
     from shared.settings import get_settings

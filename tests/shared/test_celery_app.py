@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from shared.celery_app import _single_prefetch_for_heavy_queues, app
+from shared.celery_app import _configure_question_workers, app
 
 
 @pytest.mark.parametrize(
@@ -35,10 +35,33 @@ def test_only_json_crosses_the_broker_and_tasks_ack_late() -> None:
 
 
 @pytest.mark.parametrize(
-    ("queues", "expected"),
-    [(["rerank"], 1), (["map"], 1), ("rerank,map", 1), (["retrieve"], 4), (["map", "reduce"], 4)],
+    ("queues", "question_worker"),
+    [
+        (["rerank"], True),
+        (["map"], True),
+        ("rerank,map", True),
+        (["retrieve"], True),
+        (["map", "reduce"], True),
+        (["index"], False),
+        (["scrape"], False),
+        (["retrieve", "index"], False),
+        ([], False),
+    ],
 )
-def test_workers_serving_only_heavy_queues_prefetch_one_message(queues: object, expected: int) -> None:
-    conf = SimpleNamespace(worker_prefetch_multiplier=4)
-    _single_prefetch_for_heavy_queues(conf=conf, options={"queues": queues})
-    assert conf.worker_prefetch_multiplier == expected
+def test_question_workers_prefetch_one_and_redeliver_from_their_own_short_unacked_set(
+    queues: object, question_worker: bool
+) -> None:
+    conf = SimpleNamespace(
+        worker_prefetch_multiplier=4, broker_transport_options={"visibility_timeout": 3600}
+    )
+    _configure_question_workers(conf=conf, options={"queues": queues})
+    options = conf.broker_transport_options
+    if question_worker:
+        assert conf.worker_prefetch_multiplier == 1
+        assert options["visibility_timeout"] == 300 and options["unacked_restore_throttle"] == 1
+        assert {options[k] for k in ("unacked_key", "unacked_index_key", "unacked_mutex_key")}.isdisjoint(
+            {"unacked", "unacked_index", "unacked_mutex"}
+        ), "a question sweep must never see (and restore) a long index or scrape task"
+    else:
+        assert conf.worker_prefetch_multiplier == 4
+        assert options == {"visibility_timeout": 3600}

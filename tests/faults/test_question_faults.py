@@ -1,0 +1,193 @@
+"""Questions under faults: workers SIGKILLed mid-question, and a burst of 50 questions at once.
+
+Real redis-server, real Celery workers as processes (the reranker scores with the offline stand-in
+cross-encoder, fp32 on one thread), real HTTP to the gateway. The mappers' chat model is a scripted
+stand-in for an Ollama server that takes 1.5 s per map batch (``slow_llm.py``), so a mapper can be
+caught holding a batch; every other stage runs the product's own code and models.
+
+A whole worker is killed (its process group, as a container dies): its unacknowledged message comes
+back only through the question stages' short visibility timeout, set here to 20 s (it must outlast
+the longest stage: 30 pairs scored on one thread). A killed prefork *child* alone is the easy case:
+``task_reject_on_worker_lost`` requeues its task at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+from celery import Celery
+
+from cli.local_stack import ProcessSpec, celery_worker
+from shared.contracts import QuestionOptions, Strategy
+from shared.events import events_key
+from tests.conftest import wait_for
+from tests.faults.stack import FaultStack, index_report
+
+pytestmark = pytest.mark.integration
+
+RERANKERS = ("reranker-a", "reranker-b")
+MAPPERS = ("mapper-a", "mapper-b")
+VISIBILITY_TIMEOUT_S = 20
+BURST = 50
+
+
+def worker_specs(standin_dir: Path) -> list[ProcessSpec]:
+    reranker_env = {
+        "HINDSIGHT_RERANKER_MODEL_DIR": str(standin_dir),
+        "HINDSIGHT_RERANKER_PRECISION": "fp32",
+    }
+    mapper_env = {"HINDSIGHT_LLM": "custom", "HINDSIGHT_LLM_FACTORY": "tests.faults.slow_llm:slow_mapper"}
+    rerankers = [celery_worker(name, "services.reranker.tasks", "rerank", 2, "threads") for name in RERANKERS]
+    mappers = [celery_worker(name, "services.synthesizer.tasks", "map", 2) for name in MAPPERS]
+    return [
+        celery_worker("indexer", "services.indexer.tasks", "index"),
+        celery_worker("retriever", "services.retriever.tasks", "retrieve"),
+        *(ProcessSpec(s.name, s.argv, reranker_env) for s in rerankers),
+        *(ProcessSpec(s.name, s.argv, mapper_env) for s in mappers),
+        celery_worker("reducer", "services.synthesizer.tasks", "reduce"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def stack(
+    redis_url: str, standin_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[FaultStack]:
+    library = tmp_path_factory.mktemp("library").resolve()
+    env = {
+        "HINDSIGHT_ROOTS": str(library),
+        "HINDSIGHT_ONNX_THREADS": "1",
+        "HINDSIGHT_QUESTION_VISIBILITY_TIMEOUT_S": str(VISIBILITY_TIMEOUT_S),
+        "HINDSIGHT_QUESTION_RESTORE_INTERVAL_S": "1",
+        # Exhaustive questions send 30 passages to the reranker (seconds of scoring), precise ones 10.
+        "HINDSIGHT_RERANK_INPUTS_EXHAUSTIVE": "30",
+        "HINDSIGHT_RERANK_INPUTS_PRECISE": "10",
+        "HINDSIGHT_MAP_BATCH_SIZE": "5",
+        "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "100000",
+        "HINDSIGHT_BACKPRESSURE_MAX_QUEUED": "12",
+    }
+    stack = FaultStack(redis_url, tmp_path_factory.mktemp("data"), env)
+    try:
+        stack.start(*worker_specs(standin_dir))
+        stack.start_gateway()
+        stack.wait_until_served({"index": 1, "retrieve": 1, "rerank": 2, "map": 2, "reduce": 1})
+        for index in range(25):
+            (library / f"transport-{index}.md").write_text(long_note(index))
+        report = index_report(stack, stack.client.index(str(library)), timeout_s=120)
+        assert report.failed == 0 and report.chunks >= 50
+        yield stack
+    finally:
+        stack.down()
+
+
+def long_note(index: int) -> str:
+    """Several paragraphs, so chunks are long and scoring 30 of them takes the reranker seconds."""
+    paragraph = (
+        "Delivery over TCP is guaranteed by sequence numbers, acknowledgements and retransmission timers; "
+        "a sender keeps every unacknowledged segment and sends it again when the timer expires. "
+    )
+    return f"# Transport notes {index}\n\n" + "\n\n".join(paragraph * 3 for _ in range(4)) + "\n"
+
+
+def question_events(client: redis.Redis, question_id: str) -> list[dict[str, Any]]:
+    return [json.loads(fields[b"event"]) for _, fields in client.xrange(events_key(question_id))]
+
+
+def holder_of(
+    inspector: Celery, stack: FaultStack, names: tuple[str, ...], task: str
+) -> tuple[str, dict[str, Any]] | None:
+    """The worker executing ``task`` right now and its request, by Celery's remote ``inspect``."""
+    active = inspector.control.inspect([stack.hostname(n) for n in names], timeout=0.5).active() or {}
+    for name in names:
+        for request in active.get(stack.hostname(name), []):
+            if request["name"] == task:
+                return name, request
+    return None
+
+
+def is_mapped(event: dict[str, Any]) -> bool:
+    return event["stage"] == "map" and event["status"] == "progress"
+
+
+def answered(stack: FaultStack, question_id: str) -> dict[str, Any] | None:
+    body = stack.get(f"/v1/questions/{question_id}")
+    assert body.get("status") != "failed", body
+    return body if body.get("status") == "done" else None
+
+
+def test_question_completes_when_its_reranker_and_then_its_mapper_are_killed_mid_stage(
+    stack: FaultStack, redis_url: str
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    inspector = Celery("fault-inspector", broker=redis_url)
+    question_id = stack.client.ask(
+        "How does TCP guarantee delivery of every segment?", QuestionOptions(strategy=Strategy.EXHAUSTIVE)
+    )
+
+    reranker, _ = wait_for(lambda: holder_of(inspector, stack, RERANKERS, "rerank.score"), 60, "rerank")
+    stack.kill(reranker)
+    rerank_at_kill = [e["status"] for e in question_events(client, question_id) if e["stage"] == "rerank"]
+    mapper, held = wait_for(
+        lambda: holder_of(inspector, stack, MAPPERS, "synthesize.map"), 3 * VISIBILITY_TIMEOUT_S, "map"
+    )
+    killed_pids = stack.processes()[mapper]
+    stack.kill(mapper)
+    held_batch = held["args"][0]["batch_index"]
+    map_at_kill = [e["data"]["batch"] for e in question_events(client, question_id) if is_mapped(e)]
+    answer = wait_for(lambda: answered(stack, question_id), 4 * VISIBILITY_TIMEOUT_S, "the answer", 0.5)
+
+    events = question_events(client, question_id)
+    assert "done" not in rerank_at_kill, "the reranker was killed holding the unfinished task"
+    rerank = [e["status"] for e in events if e["stage"] == "rerank"]
+    assert rerank[-2:] == ["started", "done"] and rerank.count("done") == 1, "another reranker redid it once"
+    fan_out = next(e for e in events if e["stage"] == "map" and e["status"] == "started")
+    batches = int(re.match(r"(\d+) batches", fan_out["detail"]).group(1))
+    mapped = [e["data"] for e in events if is_mapped(e)]
+    assert held_batch not in map_at_kill, "the mapper was killed while mapping its batch"
+    redone = [m for m in mapped if m["batch"] == held_batch]
+    assert len(redone) == 1 and redone[0]["worker_pid"] not in killed_pids, "a surviving mapper redid it"
+    assert sorted(m["batch"] for m in mapped) == list(range(batches)), "every batch was mapped once"
+    reduce = [i for i, e in enumerate(events) if e["stage"] == "reduce" and e["status"] == "started"]
+    last_map = max(i for i, e in enumerate(events) if is_mapped(e))
+    assert len(reduce) == 1 and reduce[0] > last_map, "the chord fired once, after every batch"
+    assert answer["answer"]["citations"], answer["answer"]["markdown"]
+    print(f"killed {reranker} mid-rerank and {mapper} mid-map (batch {held_batch} of {batches})")
+
+
+def test_fifty_questions_at_once_are_answered_or_refused_with_429_and_no_worker_dies(
+    stack: FaultStack,
+) -> None:
+    for name in (*RERANKERS, *MAPPERS):
+        if not stack.alive(name):
+            stack.restart(name)
+    stack.wait_until_served({"retrieve": 1, "rerank": 2, "map": 2, "reduce": 1})
+    workers = stack.processes()
+    headers = {"X-API-Key": stack.api_key or ""}
+
+    def ask(n: int) -> httpx.Response:
+        body = {"question": f"Which timer makes TCP resend segment number {n}?"}
+        return httpx.post(
+            f"{stack.settings.gateway_url}/v1/questions", json=body, headers=headers, timeout=60
+        )
+
+    with ThreadPoolExecutor(BURST) as pool:
+        responses = list(pool.map(ask, range(BURST)))
+
+    assert {r.status_code for r in responses} <= {202, 429}, [
+        r.text for r in responses if r.status_code >= 300
+    ]
+    refused = [r for r in responses if r.status_code == 429]
+    assert all(int(r.headers["Retry-After"]) >= 1 for r in refused)
+    accepted = [r.json()["id"] for r in responses if r.status_code == 202]
+    assert accepted, "some of the burst was accepted"
+    answers = [wait_for(lambda q=q: answered(stack, q), 180, f"answer to {q}", 0.5) for q in accepted]
+    assert all(a["answer"]["markdown"] for a in answers)
+    assert stack.processes() == workers, "no worker process died or was replaced"
+    print(f"{BURST} at once: {len(accepted)} answered, {len(refused)} refused with 429 + Retry-After")
