@@ -14,7 +14,7 @@ from celery.signals import celeryd_init
 from kombu import Queue
 
 from shared.logging import install_celery_hooks
-from shared.reconnect import RequeueAfterReconnect
+from shared.reconnect import RequeueAfterReconnect, install_closed_connection_guard
 from shared.settings import Settings, get_settings
 
 QUEUES = ("scrape", "index", "retrieve", "rerank", "map", "reduce")
@@ -59,6 +59,7 @@ def create_app() -> Celery:
         result_backend_max_retries=30,
     )
     app.steps["consumer"].add(RequeueAfterReconnect)
+    install_closed_connection_guard()
     return app
 
 

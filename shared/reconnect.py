@@ -13,10 +13,37 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import redis
 from celery import bootsteps
 from celery.worker.state import active_requests
+from kombu.transport import redis as kombu_redis
 
 log = logging.getLogger(__name__)
+
+
+_KOMBU_CONNPARAMS = kombu_redis.Channel._connparams
+
+
+def _connparams_of_an_open_connection(channel: Any, asynchronous: bool = False) -> Any:
+    """kombu's own parameters, or a connection error if the channel's connection is closed.
+
+    After Redis restarts, a channel of the broken connection is still used: its close requeues
+    the channel's messages, and a task that was running acknowledges its message on it. Its
+    transport is closed by then and kombu fails with ``AttributeError``, which Celery treats as
+    fatal: every worker died when Redis restarted. As a connection error instead, the requeue is
+    left to :class:`RequeueAfterReconnect` and the late acknowledgement is logged and dropped
+    (the message comes back after the visibility timeout, and indexing it again changes nothing).
+    """
+    transport = channel.connection
+    if transport is None or transport.client is None:
+        raise redis.ConnectionError("this channel's broker connection is closed")
+    return _KOMBU_CONNPARAMS(channel, asynchronous=asynchronous)
+
+
+def install_closed_connection_guard() -> None:
+    """Patched on kombu's class rather than through a custom ``broker_transport``, which would
+    change the broker URL's scheme that Flower reads."""
+    kombu_redis.Channel._connparams = _connparams_of_an_open_connection  # type: ignore[method-assign]
 
 
 class RequeueAfterReconnect(bootsteps.StartStopStep):
