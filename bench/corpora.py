@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 
 from bench.retrieval_quality import Dataset, file_name
@@ -73,7 +74,7 @@ def index_folder(
     base: BuiltIndex | None = None,
 ) -> BuiltIndex:
     """``sync_root`` the folder into the store and record the cost; with ``base``, the store starts as a
-    copy of that smaller index (whose folder sits inside ``root``) and only the rest is indexed."""
+    copy of that smaller index and only ``root``'s files are added to it."""
     if base is not None:
         shutil.copytree(base.store, store)
     scoped = settings.model_copy(update={"roots": [root]})
@@ -99,10 +100,10 @@ def index_folder(
         name=name,
         root=root,
         store=store,
-        documents=report.scanned - report.skipped,
+        documents=len(LanceDBStore(store, embedder.dimension).manifest()),
         chunks=LanceDBStore(store, embedder.dimension).count_chunks(),
         build_s=(base.build_s if base else 0.0) + (time.perf_counter() - started),
-        note=f"{base.name} build + the rest indexed into a copy of it" if base else "",
+        note=f"{base.name} build + the threads after it indexed into a copy of it" if base else "",
     )
     (store / BUILD_RECORD).write_text(json.dumps({**asdict(built), "root": str(root), "store": str(store)}))
     return built
@@ -193,59 +194,71 @@ def chunk_count(markdown: str, path: Path, embedder: OnnxEmbedder, settings: Set
     return len(spans)
 
 
-def level_folders(tree: Path, sizes: list[int]) -> list[Path]:
-    """Nested folders, largest outside: the folder of size i holds every smaller one inside it."""
-    folders = [tree / f"upto-{sizes[-1]}"]
-    for size in reversed(sizes[:-1]):
-        folders.insert(0, folders[0] / f"upto-{size}")
-    return folders
+@dataclass
+class TreePart:
+    """Threads ``first`` to ``end`` (exclusive) of the deterministic sequence, written to one folder;
+    the counts are cumulative from the first thread of the sequence."""
+
+    first: int
+    end: int
+    chunks: int
+    files: int
+    real_files: int
+    real_chunks: int
+
+    def describe(self) -> str:
+        return (
+            f"{self.real_files} real conversations ({self.real_chunks} chunks) + "
+            f"{self.files - self.real_files} remixed threads ({self.chunks - self.real_chunks} chunks) "
+            "of real turns"
+        )
 
 
-def write_chitchat_tree(
-    tree: Path, sizes: list[int], conversations: dict[str, dict], embedder: OnnxEmbedder, settings: Settings
-) -> str:
-    """Render threads into nested folders until each holds at least its size in chunks; say how."""
-    folders = level_folders(tree, sizes)
-    total = real_files = real_chunks = files = 0
-    level = 0
-    for thread, real in chitchat_threads(conversations):
-        while level < len(sizes) and total >= sizes[level]:
-            level += 1
-        if level == len(sizes):
+def rendered_part(
+    parts: Path,
+    after: TreePart | None,
+    size: int,
+    conversations: dict[str, dict],
+    embedder: OnnxEmbedder,
+    settings: Settings,
+) -> tuple[Path, TreePart]:
+    """The threads after ``after`` until the sequence holds ``size`` chunks, rendered once."""
+    first = after.end if after else 0
+    folder = parts / f"threads-{first}-to-{size}-chunks"
+    record = folder.with_suffix(".json")
+    if record.exists():
+        return folder, TreePart(**json.loads(record.read_text()))
+    shutil.rmtree(folder, ignore_errors=True)
+    print(f"  rendering chitchat threads from thread {first} to {size} chunks", flush=True)
+    part = TreePart(**{**asdict(after or TreePart(0, 0, 0, 0, 0, 0)), "first": first})
+    for thread, real in islice(chitchat_threads(conversations), first, None):
+        if part.chunks >= size:
             break
-        path = folders[level] / thread_relpath(thread, unique_id=True)
+        path = folder / thread_relpath(thread, unique_id=True)
         markdown = render_thread(thread)
         chunks = chunk_count(markdown, path, embedder, settings)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(markdown, encoding="utf-8")
-        total += chunks
-        files += 1
-        real_files += real
-        real_chunks += chunks if real else 0
-    return (
-        f"{real_files} real conversations ({real_chunks} chunks) + {files - real_files} remixed threads "
-        f"({total - real_chunks} chunks) of real turns"
-    )
+        part.end, part.chunks, part.files = part.end + 1, part.chunks + chunks, part.files + 1
+        part.real_files += real
+        part.real_chunks += chunks if real else 0
+    record.write_text(json.dumps(asdict(part)))
+    return folder, part
 
 
 def chitchat_indexes(
     sizes: list[int], cache: Path, embedder: OnnxEmbedder, settings: Settings
 ) -> tuple[list[BuiltIndex], str]:
-    """One index per size; each larger one starts as a copy of the smaller and indexes the rest."""
+    """One index per size, each at least that many chunks; each larger one starts as a copy of the
+    smaller and indexes only the threads that follow (so a later, larger run reuses a smaller build)."""
     sizes = sorted(sizes)
     conversations, digest = chitchat_conversations()
-    folder = cache / f"chitchat-{index_key(f'{digest}:{sizes}', embedder, settings)}"
-    tree = folder / "tree"
-    if not (folder / "tree.txt").exists():
-        shutil.rmtree(folder, ignore_errors=True)
-        print(f"  rendering chitchat threads for {sizes} chunks", flush=True)
-        (folder / "tree.txt").parent.mkdir(parents=True)
-        how = write_chitchat_tree(tree, sizes, conversations, embedder, settings)
-        (folder / "tree.txt").write_text(how)
-    how = (folder / "tree.txt").read_text()
+    folder = cache / f"chitchat-{index_key(digest, embedder, settings)}"
     built: list[BuiltIndex] = []
-    for size, root in zip(sizes, level_folders(tree, sizes), strict=True):
-        store = folder / f"store-{size}"
+    part: TreePart | None = None
+    for n, size in enumerate(sizes):
+        root, part = rendered_part(folder / "parts", part, size, conversations, embedder, settings)
+        store = folder / f"store-{'-'.join(map(str, sizes[: n + 1]))}"
         found = cached_index(store)
         if found is None:
             shutil.rmtree(store, ignore_errors=True)
@@ -253,4 +266,4 @@ def chitchat_indexes(
             base = built[-1] if built else None
             found = index_folder(f"chitchat {size}", root, store, embedder, settings, base)
         built.append(found)
-    return built, how
+    return built, part.describe() if part else ""
