@@ -120,8 +120,12 @@ def cached_index(store: Path) -> BuiltIndex | None:
 def pyfaq_index(
     dataset: Dataset, documents: int | None, cache: Path, embedder: OnnxEmbedder, settings: Settings
 ) -> BuiltIndex:
-    """The pyfaq corpus (its first ``documents`` by id, or all) as text files, indexed once."""
-    ids = sorted(dataset.corpus)[:documents]
+    """The pyfaq corpus as text files, indexed once: all of it, or the documents relevant to any
+    query plus the first ``documents`` by id (so the questions still find their answers)."""
+    ids = sorted(dataset.corpus)
+    if documents is not None:
+        relevant = {doc for judged in dataset.qrels.values() for doc in judged if doc in dataset.corpus}
+        ids = sorted(relevant | set(ids[:documents]))
     folder = cache / f"pyfaq-{index_key(f'{dataset.digest}:{len(ids)}', embedder, settings)}"
     found = cached_index(folder / "store")
     if found is not None:

@@ -274,7 +274,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--texts", type=int, default=256, help="embedder passages per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--questions", type=int, default=40, help="pyfaq questions per path")
-    parser.add_argument("--pyfaq-documents", type=int, default=None, help="index only the first N")
+    parser.add_argument(
+        "--pyfaq-documents", type=int, default=None, help="index the first N (+ those the queries judge)"
+    )
     parser.add_argument("--index-sizes", default="10000,100000", help="chunks of each chitchat index")
     parser.add_argument("--queries", type=int, default=40, help="search queries per index size")
     args = parser.parse_args(argv)
