@@ -52,6 +52,7 @@ from shared.stores.lancedb_store import LanceDBStore
 from tests.conftest import free_port
 
 SECTIONS = ("reranker", "embedder", "questions", "index")
+WARM_UP_QUERIES = 3
 
 
 @dataclass
@@ -197,19 +198,23 @@ def question_rows(
     ]
 
 
-def search_latencies(built: BuiltIndex, settings: Settings, queries: list[str]) -> list[float]:
-    """The retriever's work for a question: rules plan, every leg, fusion (what retrieve.search does)."""
+def search_latencies(indexes: list[BuiltIndex], settings: Settings, queries: list[str]) -> list[list[float]]:
+    """The retriever's work for a question (rules plan, every leg, fusion: what retrieve.search does)
+    at each index; each query runs on every index in turn, so load spikes hit all sizes alike."""
     embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
-    store = LanceDBStore(built.store, embedder.dimension)
-    retriever = Retriever(store, embedder, ExactSearcher(store, find_rg(settings.rg_path)), None)
-    idf = StoreIdf(store)
     config = RetrievalConfig.from_settings(settings, Strategy.PRECISE)
-    samples = []
-    for n, query in enumerate([*queries[:3], *queries]):  # three warm-up queries
-        started = time.perf_counter()
-        retriever.search(rule_based_plan(query, idf, settings.exact_max_keywords), config)
-        if n >= 3:
-            samples.append(time.perf_counter() - started)
+    searchers = []
+    for index in indexes:
+        store = LanceDBStore(index.store, embedder.dimension)
+        retriever = Retriever(store, embedder, ExactSearcher(store, find_rg(settings.rg_path)), None)
+        searchers.append((retriever, StoreIdf(store)))
+    samples: list[list[float]] = [[] for _ in indexes]
+    for n, query in enumerate([*queries[:WARM_UP_QUERIES], *queries]):
+        for (retriever, idf), timings in zip(searchers, samples, strict=True):
+            started = time.perf_counter()
+            retriever.search(rule_based_plan(query, idf, settings.exact_max_keywords), config)
+            if n >= WARM_UP_QUERIES:
+                timings.append(time.perf_counter() - started)
     return samples
 
 
@@ -219,9 +224,9 @@ def index_rows(sizes: list[int], cache: Path, settings: Settings, queries: int) 
     conversations, _ = chitchat_conversations()
     prompts = sorted({c["prompt"] for c in conversations.values() if c.get("prompt")})
     texts = prompts[:: max(1, len(prompts) // queries)][:queries]
+    latencies = search_latencies(built, settings, texts)
     rows = []
-    for index in built:
-        samples = search_latencies(index, settings, texts)
+    for index, samples in zip(built, latencies, strict=True):
         rows.append(
             Row(
                 f"index {index.name}: {index.chunks} chunks, {index.documents} files",
@@ -241,15 +246,14 @@ def index_rows(sizes: list[int], cache: Path, settings: Settings, queries: int) 
             )
         )
     if len(built) > 1:
-        first = search_latencies(built[0], settings, texts)
-        last = search_latencies(built[-1], settings, texts)
+        largest, smallest = percentile(latencies[-1], 0.95), percentile(latencies[0], 0.95)
         rows.append(
             Row(
                 f"search p95 at {built[-1].chunks} vs {built[0].chunks} chunks",
-                ms(percentile(last, 0.95)),
-                ms(percentile(first, 0.95)),
-                f"{percentile(last, 0.95) / percentile(first, 0.95):.2f}x",
-                "measured again back to back",
+                ms(largest),
+                ms(smallest),
+                f"{largest / smallest:.2f}x",
+                "same queries, interleaved across the sizes",
             )
         )
     rows.append(Row("chitchat corpus", how, note="rendered by the scraper's Markdown renderer"))
@@ -289,7 +293,11 @@ def main(argv: list[str] | None = None) -> None:
     cache = args.cache_dir
     reranker_dir, report = standin_reranker(cache) if {"reranker", "questions"} & set(only) else (None, None)
     settings = Settings(llm="none", reranker_model_dir=reranker_dir)
-    dataset = load_dataset(args.dataset) if {"embedder", "questions"} & set(only) else None
+    dataset = None
+    if {"embedder", "questions"} & set(only):
+        if not (args.dataset / "corpus.jsonl").exists():
+            parser.error(f"no BEIR set at {args.dataset} (embedder and questions read it): pass --dataset")
+        dataset = load_dataset(args.dataset)
     rows: list[Row] = []
     if "reranker" in only:
         print("reranker ...", flush=True)
