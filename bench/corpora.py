@@ -76,7 +76,7 @@ def index_folder(
     """``sync_root`` the folder into the store and record the cost; with ``base``, the store starts as a
     copy of that smaller index and only ``root``'s files are added to it."""
     if base is not None:
-        shutil.copytree(base.store, store)
+        shutil.copytree(base.store, store, ignore=shutil.ignore_patterns(BUILD_RECORD))  # not complete yet
     scoped = settings.model_copy(update={"roots": [root]})
     started = time.perf_counter()
     done = 0
