@@ -27,6 +27,8 @@ from datetime import datetime
 from itertools import islice
 from pathlib import Path
 
+import lancedb
+
 from bench.retrieval_quality import Dataset, file_name
 from services.indexer.chunking import chunk_text
 from services.indexer.loaders import load_markdown
@@ -37,7 +39,7 @@ from services.scraper.models import Thread, Turn
 from shared.contracts import IndexFileResult, IndexRequest
 from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
-from shared.stores.lancedb_store import LanceDBStore
+from shared.stores.lancedb_store import CHUNKS, DOCUMENTS, LanceDBStore
 
 BUILD_RECORD = "build.json"
 PROGRESS_EVERY = 500
@@ -58,6 +60,12 @@ class BuiltIndex:
     @property
     def disk_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.store.rglob("*") if p.is_file())
+
+    @property
+    def live_bytes(self) -> int:
+        """The current version's data; the rest on disk is older versions LanceDB has not cleaned up."""
+        database = lancedb.connect(str(self.store))
+        return sum(int(database.open_table(name).stats()["total_bytes"]) for name in (CHUNKS, DOCUMENTS))
 
 
 def index_key(corpus_digest: str, embedder: OnnxEmbedder, settings: Settings) -> str:

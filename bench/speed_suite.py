@@ -53,6 +53,7 @@ from tests.conftest import free_port
 
 SECTIONS = ("reranker", "embedder", "questions", "index")
 WARM_UP_QUERIES = 3
+OLD_VERSIONS = "live: the current version's rows and vectors; the rest is versions not yet cleaned up"
 
 
 @dataclass
@@ -230,10 +231,10 @@ def index_rows(sizes: list[int], cache: Path, settings: Settings, queries: int) 
         rows.append(
             Row(
                 f"index {index.name}: {index.chunks} chunks, {index.documents} files",
-                f"{index.disk_bytes / 2**20:.1f} MiB on disk",
+                f"{index.disk_bytes / 2**20:.1f} MiB on disk ({index.live_bytes / 2**20:.1f} MiB live)",
                 f"built in {index.build_s:.0f} s ({index.chunks / index.build_s:.0f} chunks/s)",
                 "",
-                index.note,
+                "; ".join(filter(None, [index.note, OLD_VERSIONS])),
             )
         )
         rows.append(
@@ -242,7 +243,7 @@ def index_rows(sizes: list[int], cache: Path, settings: Settings, queries: int) 
                 f"{ms(statistics.median(samples))} / {ms(percentile(samples, 0.95))}",
                 "",
                 "",
-                f"{len(samples)} chitchat prompts; rules plan, dense + BM25 + ripgrep, fused",
+                f"{len(samples)} distinct chitchat prompts; rules plan, dense + BM25 + ripgrep, fused",
             )
         )
     if len(built) > 1:
