@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import lancedb
 
@@ -65,7 +66,11 @@ class BuiltIndex:
     def live_bytes(self) -> int:
         """The current version's data; the rest on disk is older versions LanceDB has not cleaned up."""
         database = lancedb.connect(str(self.store))
-        return sum(int(database.open_table(name).stats()["total_bytes"]) for name in (CHUNKS, DOCUMENTS))
+        total = 0
+        for name in (CHUNKS, DOCUMENTS):
+            stats: dict[str, Any] = database.open_table(name).stats()  # type: ignore[assignment]  # a dict
+            total += int(stats["total_bytes"])
+        return total
 
 
 def index_key(corpus_digest: str, embedder: OnnxEmbedder, settings: Settings) -> str:

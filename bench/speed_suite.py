@@ -1,6 +1,6 @@
 """Speed suite: one table of figures and ratios, every ratio measured within this one run.
 
-    PYTHONPATH=. python bench/speed_suite.py                        # everything (~30 min cold, 2 cores)
+    PYTHONPATH=. python bench/speed_suite.py                        # everything
     PYTHONPATH=. python bench/speed_suite.py --only embedder,reranker
 
 Sections (``--only`` takes a comma-separated subset):
@@ -16,8 +16,11 @@ Sections (``--only`` takes a comma-separated subset):
   on-disk size, build time, and search (plan + every leg + fusion) p50/p95 at each size.
 
 Indexes and the stand-in cross-encoder are cached under ``--cache-dir`` (keyed by corpus and
-settings), so only the first run pays for embedding. Other processes on the same cores make the
-absolute figures noisy; contenders are interleaved so that the ratios are not.
+settings), so only the first run pays for embedding: ~20k pyfaq chunks and 100k chitchat chunks
+(the 100k index starts as a copy of the 10k one). That first run takes as long as embedding them
+does here (at 120 chunks/s, ~17 min); ``--pyfaq-documents`` and ``--index-sizes`` make it smaller.
+Other processes on the same cores make the absolute figures noisy; contenders are interleaved so
+that the ratios are not.
 """
 
 from __future__ import annotations
