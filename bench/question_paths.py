@@ -1,0 +1,119 @@
+"""One question answered two ways over the same store: through the services, and in one process.
+
+``InProcessPipeline.answer`` calls the plain functions behind each Celery task in the order the
+gateway's chain runs them (plan -> search -> rerank -> map batches -> reduce) with the same
+settings, without a broker, event streams or JSON between stages; ``ServiceStack`` starts the real
+local stack (``cli.local_stack``: redis-server, one worker per queue, the gateway) and asks over
+HTTP, timing from the POST to the answer event. The difference is what the distribution costs.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cli.client import GatewayClient
+from cli.keys import client_key, ensure_local_key
+from cli.local_stack import LocalStack, wait_until
+from services.reranker.service import Reranker
+from services.retriever.exact import ExactSearcher, find_rg
+from services.retriever.keywords import StoreIdf
+from services.retriever.planner import make_plan
+from services.retriever.search import RetrievalConfig, Retriever
+from services.synthesizer.extractive import extract_facts
+from services.synthesizer.reduce import synthesize_answer
+from services.synthesizer.tasks import map_batches, reduce_limits
+from shared.contracts import Answer, QuestionState
+from shared.embedding import OnnxEmbedder
+from shared.settings import Settings
+from shared.stores.lancedb_store import LanceDBStore
+
+
+class InProcessPipeline:
+    """The question path's logic in this process, built once like each worker builds its parts."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
+        self.store = LanceDBStore(settings.store_dir, self.embedder.dimension)
+        exact = ExactSearcher(self.store, find_rg(settings.rg_path))
+        self.retriever = Retriever(self.store, self.embedder, exact, None)
+        self.reranker = Reranker(settings)
+
+    def answer(self, question: str) -> Answer:
+        """retrieve.plan, retrieve.search, rerank.score, synthesize.map per batch, synthesize.reduce."""
+        settings = self.settings
+        state = QuestionState(question_id=uuid.uuid4().hex, question=question)
+        outcome = make_plan(
+            question,
+            None,
+            timeout_s=settings.planner_timeout_s,
+            max_tokens=settings.planner_max_tokens,
+            max_keywords=settings.exact_max_keywords,
+            idf=StoreIdf(self.store),
+        )
+        state.plan = outcome.plan
+        config = RetrievalConfig.from_settings(
+            settings, state.plan.strategy, state.options.hyde_mode, state.options.k_adjacent or None
+        )
+        state.candidates, _ = self.retriever.search(state.plan, config, state.options.filters)
+        state.candidates, state.rerank = self.reranker.rerank(question, state.candidates)
+        results = [extract_facts(batch) for batch in map_batches(state, settings.map_batch_size)]
+        answer, _ = synthesize_answer(state, results, None, reduce_limits(settings))
+        return answer
+
+
+class ServiceStack:
+    """A gateway client of a running local stack."""
+
+    def __init__(self, client: GatewayClient) -> None:
+        self.client = client
+
+    def answer(self, question: str) -> Answer:
+        question_id = self.client.ask(question)
+        for event in self.client.question_events(question_id):
+            if event.stage == "answer":
+                if event.status != "done":
+                    raise RuntimeError(f"question failed through the services: {event.detail}")
+                return Answer.model_validate(event.data["answer"])
+        raise RuntimeError(f"the event stream of {question_id} ended without an answer")
+
+
+@contextmanager
+def service_stack(settings: Settings, extra_env: dict[str, str]) -> Iterator[ServiceStack]:
+    """``hindsight up`` on the given settings (its own redis-server, workers, gateway), then down.
+
+    ``extra_env`` reaches every process (the stack pins only its data folder, Redis and gateway).
+    """
+    ensure_local_key(settings)
+    stack = LocalStack(settings)
+    saved = {key: os.environ.get(key) for key in extra_env}
+    os.environ.update(extra_env)
+    try:
+        stack.up()
+        client = GatewayClient(settings.gateway_url, client_key(settings), timeout_s=120)
+
+        def healthy() -> bool:
+            try:
+                return client.health()["status"] == "ok"
+            except Exception:
+                return False
+
+        wait_until(healthy, 180, "workers and gateway")
+        yield ServiceStack(client)
+    finally:
+        stack.down()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def linked_store(data_dir: Path, store: Path) -> None:
+    """Point a data folder's store at a prebuilt one, so both paths read the very same files."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "store").symlink_to(store.resolve(), target_is_directory=True)
