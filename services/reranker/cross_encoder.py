@@ -10,8 +10,9 @@ depends on the model (``PAIRS_PER_RUN``; tests/reranker prove each bit for bit):
 
 * fp32, per-row int8 (one activation scale per token, ``shared.row_int8``) and weight-only int8
   (``MatMulNBits``, activations quantised per row and block) have no scale shared across rows: any
-  grouping gives the same logits. Runs of 8 for per-row int8 and 4 for the others were the fastest
-  measured (runs of 64 were 1.5-4x slower, lost to padding and cache misses).
+  grouping gives the same logits. Runs of 4 were the fastest measured (per-row int8 per CPU-second:
+  runs of 1, 4, 8, 16 = 107, 109, 100, 81 pairs/s; runs of 64 were 1.5-4x slower, lost to padding
+  and cache misses).
 * ORT's dynamic int8 picks ONE activation scale per run, so a pair's logit moved by up to 2.6 with
   its run neighbours: provisioning never installs it (services/reranker/provision.py).
 """
@@ -36,7 +37,7 @@ PROVENANCE_FILE = "provenance.json"
 MAX_PAIR_TOKENS = 512
 Int8Scheme = Literal["per-row", "weight-only"]
 INT8_SCHEMES: tuple[Int8Scheme, ...] = ("per-row", "weight-only")  # provisioning's order: fastest first
-PAIRS_PER_RUN: dict[Int8Scheme | None, int] = {"per-row": 8, "weight-only": 4, None: 4}
+PAIRS_PER_RUN: dict[Int8Scheme | None, int] = {"per-row": 4, "weight-only": 4, None: 4}
 
 
 def _provenance(model_dir: Path) -> dict[str, object]:
