@@ -8,12 +8,13 @@ A pair's logit must be a function of that pair alone: the batcher mixes differen
 questions and the threshold decides what survives. How many pairs may share a run therefore
 depends on the model (``PAIRS_PER_RUN``; tests/reranker prove each bit for bit):
 
-* fp32 and weight-only int8 (``MatMulNBits``, activations quantised per row and block) have no
-  scale shared across rows: any grouping gives the same logits, so runs of 4 (measured: as fast as
-  or faster than single pairs; runs of 64 were 1.5-4x slower, lost to padding and cache misses).
-* dynamic int8 picks ONE activation scale per run, so a pair's logit moved by up to 2.6 with its
-  run neighbours: every pair runs alone. It is also the fastest model on this CPU (int8 VNNI
-  kernels), which is why provisioning tries it first (services/reranker/provision.py).
+* fp32, per-row int8 (one activation scale per token, ``shared.row_int8``) and weight-only int8
+  (``MatMulNBits``, activations quantised per row and block) have no scale shared across rows: any
+  grouping gives the same logits. Runs of 4 were the fastest measured (per-row int8 per CPU-second:
+  runs of 1, 4, 8, 16 = 107, 109, 100, 81 pairs/s; runs of 64 were 1.5-4x slower, lost to padding
+  and cache misses).
+* ORT's dynamic int8 picks ONE activation scale per run, so a pair's logit moved by up to 2.6 with
+  its run neighbours: provisioning never installs it (services/reranker/provision.py).
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ MODEL_FILES: dict[str, str] = {"int8": "model_int8.onnx", "fp32": "model_fp32.on
 TOKENIZER_FILE = "tokenizer.json"
 PROVENANCE_FILE = "provenance.json"
 MAX_PAIR_TOKENS = 512
-Int8Scheme = Literal["dynamic", "weight-only"]
-PAIRS_PER_RUN: dict[Int8Scheme | None, int] = {"dynamic": 1, "weight-only": 4, None: 4}
+Int8Scheme = Literal["per-row", "weight-only"]
+INT8_SCHEMES: tuple[Int8Scheme, ...] = ("per-row", "weight-only")  # provisioning's order: fastest first
+PAIRS_PER_RUN: dict[Int8Scheme | None, int] = {"per-row": 4, "weight-only": 4, None: 4}
 
 
 def _provenance(model_dir: Path) -> dict[str, object]:
@@ -51,7 +53,7 @@ def model_label(model_dir: Path) -> str:
 def served_int8_scheme(model_dir: Path) -> Int8Scheme | None:
     """How ``model_int8.onnx`` was quantised, as provisioning recorded it."""
     scheme = _provenance(model_dir).get("int8_scheme")
-    return scheme if scheme in ("dynamic", "weight-only") else None  # type: ignore[return-value]
+    return scheme if scheme in INT8_SCHEMES else None  # type: ignore[return-value]
 
 
 def resolve_precision(model_dir: Path, requested: RequestedPrecision) -> Precision:

@@ -6,14 +6,15 @@ weights with a fitted head: its speed is the real model's, its scores are not.
 Either way ``model_int8.onnx`` is installed only once its scores rank a fixed set of pairs like
 the fp32 model's do (Spearman >= 0.99); ``model_fp32.onnx`` stays next to it, and the record says
 which verified precision ran faster on this machine (what ``HINDSIGHT_RERANKER_PRECISION=auto``
-serves). Two int8 schemes are tried, fastest first (bench/reranker_throughput.py measures both):
+serves). Two int8 schemes are tried, fastest first (bench/reranker_throughput.py measures both); both
+give a pair the same logit whichever pairs share its run:
 
-1. dynamic per-channel int8: 2-3x the pairs/s of weight-only int8 on this CPU (VNNI kernels),
-   but one activation scale per run, so the worker runs its pairs one by one; the stand-in fails
-   the check with it (Spearman 0.98);
+1. per-row int8 (``shared.row_int8``): integer GEMMs with one activation scale per token, smoothed
+   on fixed calibration pairs (disjoint from the check set); Spearman 0.997 on the stand-in.
+   ORT's dynamic int8 (one scale per tensor and run) is not tried: it made a pair's logit move by
+   up to 2.6 with its run neighbours and ranked the stand-in at 0.98;
 2. weight-only int8 of the fused graph (``shared.onnx_runtime.quantize_int8_weight_only``):
-   batch-invariant and close to fp32 (0.9997 on the stand-in), but ~0.85x the speed of ONNX fp32
-   here: on an AVX-512 CPU fp32 GEMMs are already fast, and per-block scaling costs what int8 saves.
+   close to fp32 (0.9997 on the stand-in) but slower than ONNX fp32 on an AVX-512 CPU.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from services.reranker.cross_encoder import (
+    INT8_SCHEMES,
+    MAX_PAIR_TOKENS,
     MODEL_FILES,
     PAIRS_PER_RUN,
     PROVENANCE_FILE,
@@ -36,14 +39,16 @@ from services.reranker.cross_encoder import (
     Precision,
 )
 from shared.model_prep import CALIBRATION_TEXTS, export_encoder_onnx, packaged_minilm_dir
-from shared.onnx_runtime import quantize_int8_per_channel, quantize_int8_weight_only
+from shared.onnx_runtime import load_tokenizer, quantize_int8_weight_only
+from shared.row_int8 import quantize_int8_per_row
 
 HUB_REPO = "Xenova/ms-marco-MiniLM-L-6-v2"
 CONFIG_FILE = "config.json"
 MIN_SPEARMAN = 0.99
 STANDIN_NAME = "stand-in cross-encoder (MiniLM-L6 weights, fitted head; speed is real, scores are not)"
 
-# Question/answer texts the stand-in's head is fitted on; disjoint from the verification set.
+# Question/answer texts the stand-in's head is fitted on and per-row int8 is smoothed on; disjoint
+# from the verification set.
 HEAD_FIT_TEXTS = [
     ("What is the capital of France?", "Paris is the capital and largest city of France."),
     ("How do vaccines train the immune system?", "Vaccines expose the immune system to a harmless antigen."),
@@ -104,11 +109,28 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(spearmanr(a, b).statistic)
 
 
+def smoothing_feeds(model_dir: Path) -> list[dict[str, np.ndarray]]:
+    """One unpadded feed per fixed (question, text) pair: what per-row int8's smoothing is measured on."""
+    tokenizer = load_tokenizer(model_dir / TOKENIZER_FILE, MAX_PAIR_TOKENS)
+    tokenizer.no_padding()
+    texts = [text for pair in HEAD_FIT_TEXTS for text in pair]
+    feeds = []
+    for encoding in tokenizer.encode_batch([(q, text) for q, _ in HEAD_FIT_TEXTS for text in texts]):
+        feeds.append(
+            {
+                "input_ids": np.array([encoding.ids], dtype=np.int64),
+                "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
+                "token_type_ids": np.array([encoding.type_ids], dtype=np.int64),
+            }
+        )
+    return feeds
+
+
 def quantize_int8(model_dir: Path, scheme: Int8Scheme) -> None:
-    """Write ``model_int8.onnx`` from ``model_fp32.onnx`` (fused for the head count in config.json)."""
+    """Write ``model_int8.onnx`` from ``model_fp32.onnx`` with ``scheme``."""
     source, target = model_dir / MODEL_FILES["fp32"], model_dir / MODEL_FILES["int8"]
-    if scheme == "dynamic":
-        quantize_int8_per_channel(source, target)
+    if scheme == "per-row":
+        quantize_int8_per_row(source, target, smoothing_feeds(model_dir))
         return
     config = json.loads((model_dir / CONFIG_FILE).read_text())
     quantize_int8_weight_only(
@@ -126,15 +148,15 @@ def quantize_and_verify(model_dir: Path, name: str) -> ProvisionReport:
     pairs = calibration_pairs()
     fp32 = CrossEncoder(model_dir, precision="fp32").score_pairs(pairs)
     rhos: dict[str, float] = {}
-    for scheme in ("dynamic", "weight-only"):
-        quantize_int8(model_dir, scheme)  # type: ignore[arg-type]
-        int8 = CrossEncoder(model_dir, precision="int8", pairs_per_run=PAIRS_PER_RUN[scheme])  # type: ignore[index]
+    served: Int8Scheme | None = None
+    for scheme in INT8_SCHEMES:
+        quantize_int8(model_dir, scheme)
+        int8 = CrossEncoder(model_dir, precision="int8", pairs_per_run=PAIRS_PER_RUN[scheme])
         rhos[scheme] = round(spearman(fp32, int8.score_pairs(pairs)), 5)
         if rhos[scheme] >= MIN_SPEARMAN:
-            served: Int8Scheme | None = scheme  # type: ignore[assignment]
+            served = scheme
             break
     else:
-        served = None
         int8_path.unlink()
     figures = ", ".join(f"{scheme} {rho:.4f}" for scheme, rho in rhos.items())
     if served:

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
@@ -96,12 +97,21 @@ def test_logits_do_not_depend_on_padding_or_neighbours(
 def test_standin_int8_passes_the_ranking_check_and_is_installed(
     standin: tuple[Path, ProvisionReport],
 ) -> None:
-    """Dynamic int8 is tried first; on the stand-in it is refused and weight-only int8 is served."""
+    """Per-row int8 is tried first and ranks the check set like fp32 on the stand-in, so it is installed."""
     model_dir, report = standin
-    assert report.int8_verified and report.spearman_int8_vs_fp32 >= MIN_SPEARMAN
-    assert set(report.spearman_by_scheme) == {"dynamic", "weight-only"}
-    assert report.spearman_by_scheme["dynamic"] < MIN_SPEARMAN and report.int8_scheme == "weight-only"
+    assert report.int8_verified and report.int8_scheme == "per-row"
+    assert report.spearman_by_scheme["per-row"] >= MIN_SPEARMAN
+    assert report.spearman_int8_vs_fp32 == report.spearman_by_scheme["per-row"]
     assert (model_dir / MODEL_FILES["int8"]).exists() and (model_dir / MODEL_FILES["fp32"]).exists()
+
+
+def test_per_row_int8_runs_integer_matmuls_with_attention_scores_left_fp32(standin_dir: Path) -> None:
+    """Every weight MatMul becomes an integer GEMM; no per-tensor dynamic quantisation is left anywhere."""
+    ops = [node.op_type for node in onnx.load(str(standin_dir / MODEL_FILES["int8"])).graph.node]
+    assert ops.count("MatMulIntegerToFloat") == 6 * 6, "Q, K, V, attention output, FFN up and down per layer"
+    assert ops.count("MatMul") == 6 * 2, "the two activation-by-activation MatMuls of each attention"
+    assert "DynamicQuantizeLinear" not in ops and "MatMulInteger" not in ops
+    assert ops.count("QuantizeLinear") == 6 * 4, "Q/K/V share one quantised input"
 
 
 def test_int8_that_ranks_unlike_fp32_is_refused(
@@ -123,20 +133,15 @@ def test_int8_that_ranks_unlike_fp32_is_refused(
     assert "int8 refused" in report.detail
 
 
-def test_dynamic_int8_runs_each_pair_alone_and_equals_a_direct_run(dynamic_int8_dir: Path) -> None:
-    encoder = CrossEncoder(dynamic_int8_dir, threads=1, precision="int8")
-    assert encoder.pairs_per_run == 1 and "[int8 dynamic]" in encoder.name
-    texts = passages(40, seed=4)
-    expected = direct_logits(dynamic_int8_dir, "int8", [(QUESTION, t) for t in texts])
-    np.testing.assert_array_equal(encoder.score(QUESTION, texts), expected)
-
-
-def test_dynamic_int8_in_shared_runs_would_depend_on_neighbours(dynamic_int8_dir: Path) -> None:
-    """Why dynamic int8 never shares a run: one activation scale per run moves a pair's logit."""
-    encoder = CrossEncoder(dynamic_int8_dir, threads=1, precision="int8", pairs_per_run=64)
-    texts = passages(40, seed=4)
-    alone = CrossEncoder(dynamic_int8_dir, threads=1, precision="int8").score(QUESTION, texts)
-    assert np.abs(encoder.score(QUESTION, texts) - alone).max() > 1e-3
+def test_per_row_int8_logit_ignores_a_neighbour_with_far_larger_activations(standin_dir: Path) -> None:
+    """A pair's scales are its own: sharing a run with a long, repetitive outlier pair changes nothing."""
+    encoder = CrossEncoder(standin_dir, threads=1, precision="int8", pairs_per_run=2)
+    assert encoder.pairs_per_run == 2 and "[int8 per-row]" in encoder.name
+    texts = passages(6, seed=5)
+    outlier = "ZZZZ 9999 !!!! " * 120
+    alone = direct_logits(standin_dir, "int8", [(QUESTION, t) for t in texts])
+    for text, expected in zip(texts, alone, strict=True):
+        np.testing.assert_array_equal(encoder.score(QUESTION, [text, outlier])[0], expected)
 
 
 def test_standin_scores_spread_across_the_threshold(standin_dir: Path) -> None:
