@@ -22,7 +22,7 @@ import random
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
@@ -30,20 +30,19 @@ from typing import Any
 
 import lancedb
 
-from bench.retrieval_quality import Dataset, file_name
+from bench.retrieval_quality import Dataset, index_corpus
 from services.indexer.chunking import chunk_text
 from services.indexer.loaders import load_markdown
 from services.indexer.pipeline import sync_root
 from services.scraper.filenames import thread_relpath
 from services.scraper.markdown import render_thread
 from services.scraper.models import Thread, Turn
-from shared.contracts import IndexFileResult, IndexRequest
+from shared.contracts import IndexRequest
 from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
 from shared.stores.lancedb_store import CHUNKS, DOCUMENTS, LanceDBStore
 
 BUILD_RECORD = "build.json"
-PROGRESS_EVERY = 500
 
 
 @dataclass
@@ -92,20 +91,11 @@ def index_folder(
         shutil.copytree(base.store, store, ignore=shutil.ignore_patterns(BUILD_RECORD))  # not complete yet
     scoped = settings.model_copy(update={"roots": [root]})
     started = time.perf_counter()
-    done = 0
-
-    def progress(_: IndexFileResult) -> None:
-        nonlocal done
-        done += 1
-        if done % PROGRESS_EVERY == 0:
-            print(f"    {done} files indexed ({time.perf_counter() - started:.0f} s)", flush=True)
-
     report = sync_root(
         IndexRequest(job_id=f"bench-{name}", root=str(root)),
         LanceDBStore(store, embedder.dimension),
         embedder,
         scoped,
-        progress,
     )
     if report.failed:
         raise RuntimeError(f"indexing {root} failed for {report.failed} files: {report.failures[:3]}")
@@ -133,23 +123,22 @@ def cached_index(store: Path) -> BuiltIndex | None:
 def pyfaq_index(
     dataset: Dataset, documents: int | None, cache: Path, embedder: OnnxEmbedder, settings: Settings
 ) -> BuiltIndex:
-    """The pyfaq corpus as text files, indexed once: all of it, or the documents relevant to any
-    query plus the first ``documents`` by id (so the questions still find their answers)."""
-    ids = sorted(dataset.corpus)
+    """The pyfaq corpus indexed as the quality bench indexes it: all of it, or the documents relevant
+    to any query plus the first ``documents`` by id (so the questions still find their answers)."""
     if documents is not None:
         relevant = {doc for judged in dataset.qrels.values() for doc in judged if doc in dataset.corpus}
-        ids = sorted(relevant | set(ids[:documents]))
-    folder = cache / f"pyfaq-{index_key(f'{dataset.digest}:{len(ids)}', embedder, settings)}"
-    found = cached_index(folder / "store")
-    if found is not None:
-        return found
-    shutil.rmtree(folder, ignore_errors=True)
-    files = folder / "files"
-    files.mkdir(parents=True)
-    for document_id in ids:
-        (files / file_name(document_id)).write_text(dataset.corpus[document_id]["text"], encoding="utf-8")
-    print(f"  indexing pyfaq: {len(ids)} documents (cached after this run)", flush=True)
-    return index_folder("pyfaq", files, folder / "store", embedder, settings)
+        ids = sorted(relevant | set(sorted(dataset.corpus)[:documents]))
+        digest = hashlib.sha256(f"{dataset.digest}:{','.join(ids)}".encode()).hexdigest()
+        dataset = replace(dataset, corpus={i: dataset.corpus[i] for i in ids}, digest=digest)
+    corpus = index_corpus(dataset, cache, embedder, settings)
+    return BuiltIndex(
+        name="pyfaq",
+        root=corpus.folder / "files",
+        store=corpus.folder / "store",
+        documents=len(dataset.corpus),
+        chunks=corpus.store.count_chunks(),
+        build_s=corpus.build_s,
+    )
 
 
 # --- chitchat --------------------------------------------------------------------------------

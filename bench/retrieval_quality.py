@@ -81,6 +81,7 @@ class IndexedCorpus:
     folder: Path
     store: LanceDBStore
     file_to_id: dict[str, str]
+    build_s: float  # measured when it was built
 
     def document_order(self, chunks_in_rank_order: list[str]) -> list[str]:
         """Corpus ids in the order of their best chunk (given as the chunks' source paths)."""
@@ -101,8 +102,8 @@ def markdown_file(row: dict[str, str]) -> str:
 def index_corpus(dataset: Dataset, cache: Path, embedder: OnnxEmbedder, settings: Settings) -> IndexedCorpus:
     """Write the corpus as files and index them with the product's indexer, once per build key."""
     folder = cache / build_key(dataset, embedder, settings)
-    mapping_path = folder / "files.json"
-    if not (folder / "complete").exists():
+    mapping_path, complete = folder / "files.json", folder / "complete"
+    if not complete.exists():
         shutil.rmtree(folder, ignore_errors=True)
         files = folder / "files"
         files.mkdir(parents=True)
@@ -116,14 +117,16 @@ def index_corpus(dataset: Dataset, cache: Path, embedder: OnnxEmbedder, settings
         started = time.perf_counter()
         unconfined = settings.model_copy(update={"roots": []})  # the bench's own temp folder
         report = sync_root(IndexRequest(job_id="bench", root=str(files)), store, embedder, unconfined)
+        build_s = time.perf_counter() - started
         print(
             f"  indexed {report.new} files, {report.chunks} chunks, {report.failed} failed "
-            f"in {time.perf_counter() - started:.0f} s",
+            f"in {build_s:.0f} s",
             flush=True,
         )
-        (folder / "complete").write_text(str(time.time()))
+        complete.write_text(json.dumps({"build_s": build_s}))
     store = LanceDBStore(folder / "store", embedder.dimension)
-    return IndexedCorpus(folder, store, json.loads(mapping_path.read_text()))
+    build = json.loads(complete.read_text())
+    return IndexedCorpus(folder, store, json.loads(mapping_path.read_text()), build["build_s"])
 
 
 def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:
