@@ -15,17 +15,24 @@ depends on the model (``PAIRS_PER_RUN``; tests/reranker prove each bit for bit):
   and cache misses).
 * ORT's dynamic int8 picks ONE activation scale per run, so a pair's logit moved by up to 2.6 with
   its run neighbours: provisioning never installs it (services/reranker/provision.py).
+
+The cores go to runs side by side, not to one run: a run of 4 short pairs is too small for ORT to
+split across threads without most of the time going to synchronisation, while independent runs on
+single-threaded session calls (one session; ``InferenceSession.run`` is thread-safe and releases the
+GIL) keep every core busy. Logits are the same either way, bit for bit.
 """
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 from tokenizers import Encoding
 
+from shared.cpu import available_cores
 from shared.embedding import ModelMissingError
 from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer
 
@@ -68,7 +75,9 @@ def resolve_precision(model_dir: Path, requested: RequestedPrecision) -> Precisi
 
 
 class CrossEncoder:
-    """One warm ONNX Runtime session; not thread-safe by design (the micro-batcher owns it)."""
+    """One warm ONNX Runtime session, run on ``threads`` cores side by side (0 = all available).
+
+    Not meant to be called from several threads at once: the micro-batcher owns it."""
 
     def __init__(
         self,
@@ -88,7 +97,9 @@ class CrossEncoder:
             )
         scheme = served_int8_scheme(model_dir) if precision == "int8" else None
         self.name = f"{model_label(model_dir)} [{precision}{f' {scheme}' if scheme else ''}]"
-        self._session = create_session(model_path, threads)
+        self.parallel_runs = threads or available_cores()
+        self._session = create_session(model_path, threads=1)
+        self._runners = ThreadPoolExecutor(self.parallel_runs, thread_name_prefix="rerank-run")
         self._tokenizer = load_tokenizer(model_dir / TOKENIZER_FILE, MAX_PAIR_TOKENS)
         self._tokenizer.no_padding()
         self._pad_id = self._tokenizer.token_to_id("[PAD]") or 0
@@ -102,10 +113,12 @@ class CrossEncoder:
         """Raw logits in the order given: one tokenisation, length-sorted runs padded to their longest."""
         encodings = self.tokenize(pairs)
         order = sorted(range(len(pairs)), key=lambda i: len(encodings[i].ids))
+        size = self.pairs_per_run
+        groups = [order[start : start + size] for start in range(0, len(order), size)]
         logits = np.zeros(len(pairs), dtype=np.float32)
-        for start in range(0, len(order), self.pairs_per_run):
-            group = order[start : start + self.pairs_per_run]
-            logits[group] = self.run([encodings[i] for i in group])
+        runs = self._runners.map(lambda group: self.run([encodings[i] for i in group]), groups)
+        for group, group_logits in zip(groups, runs, strict=True):
+            logits[group] = group_logits
         return logits
 
     def tokenize(self, pairs: list[tuple[str, str]]) -> list[Encoding]:

@@ -150,3 +150,12 @@ def test_standin_scores_spread_across_the_threshold(standin_dir: Path) -> None:
     logits = CrossEncoder(standin_dir, threads=1, precision="int8").score(QUESTION, texts)
     assert logits.max() - logits.min() > 2.0
     assert (logits >= -5.0).any() and (logits < -5.0).any()
+
+
+def test_runs_side_by_side_on_two_cores_give_the_logits_of_one_core(standin_dir: Path) -> None:
+    pairs = [(QUESTION, passage) for passage in passages(40, seed=3)]
+    one_core = CrossEncoder(standin_dir, threads=1, precision="int8").score_pairs(pairs)
+    two_cores = CrossEncoder(standin_dir, threads=2, precision="int8")
+    assert two_cores.parallel_runs == 2
+    assert two_cores.score_pairs(pairs).tobytes() == one_core.tobytes()
+    assert len(set(one_core.tolist())) > 30, "distinct passages get distinct logits"
