@@ -1,5 +1,8 @@
 """The exact leg: ripgrep finds the hard keywords verbatim in the indexed files.
 
+A keyword matches as a whole word (case-insensitive): "TED" must not hit every "started". Files are
+ranked by how many distinct keywords and occurrences they hold, and only the best ``limit`` are read
+back from the store: one store query per file, so a keyword common across a large corpus stays cheap.
 Each match (file, byte offset) becomes a character offset in the document's extracted text and is
 credited to the chunk whose ``[char_start, char_end)`` holds it. Only formats whose extracted text
 is the file's own text (Markdown after its front matter, plain text) can be mapped exactly, so only
@@ -99,10 +102,9 @@ class ExactSearcher:
         if not keywords or not manifest:
             return []
         tallies: dict[str, ChunkTally] = {}
-        for path, matches in self._ripgrep(keywords, list(manifest)).items():
-            entry = manifest.get(path)
-            if entry is not None:
-                self._credit(Path(path), entry, matches, keywords, tallies)
+        found = {path: m for path, m in self._ripgrep(keywords, list(manifest)).items() if path in manifest}
+        for path in sorted(found, key=lambda p: file_rank(p, found[p]))[:limit]:
+            self._credit(Path(path), manifest[path], found[path], keywords, tallies)
         passing = [t for t in tallies.values() if chunk_passes(t.chunk, filters)]
         passing.sort(key=lambda t: (-t.score, t.chunk.source_uri, t.chunk.ordinal))
         return [Hit(chunk=t.chunk, score=t.score) for t in passing[:limit]]
@@ -113,6 +115,7 @@ class ExactSearcher:
             "--json",
             "--fixed-strings",
             "--ignore-case",
+            "--word-regexp",
             "--no-ignore",
             "--no-config",
             f"--max-count={MAX_MATCHES_PER_FILE}",
@@ -156,6 +159,11 @@ class ExactSearcher:
             tally = tallies.setdefault(chunk.id, ChunkTally(chunk))
             tally.keywords.add(match.keyword.casefold())
             tally.occurrences += 1
+
+
+def file_rank(path: str, matches: list[FileMatch]) -> tuple[int, int, str]:
+    """Most distinct keywords first, then most occurrences; the path keeps the order stable."""
+    return (-len({m.keyword.casefold() for m in matches}), -len(matches), path)
 
 
 def holding_chunk(chunks: list[Chunk], start: int, length: int) -> Chunk | None:

@@ -51,6 +51,18 @@ def test_exact_leg_ranks_chunks_holding_more_keywords_first(corpus, exact) -> No
     assert hits[0].score > hits[-1].score
 
 
+def test_exact_leg_matches_whole_words_only(corpus, exact) -> None:
+    assert exact.search(["ourdough"], 10) == [], "inside 'sourdough', not a word of its own"
+    assert exact.search(["sourdough"], 10)[0].chunk.source_uri.endswith("bread.md")
+
+
+def test_exact_leg_reads_back_only_the_files_holding_the_most_keywords(corpus, exact) -> None:
+    everywhere = exact.search(["the"], 50)
+    assert len({hit.chunk.source_uri for hit in everywhere}) > 2, "a word found in many files"
+    best = exact.search(["the", "TaskGroup"], 1)
+    assert [hit.chunk.source_uri.rsplit("/", 1)[-1] for hit in best] == ["asyncio.md"]
+
+
 def test_exact_leg_ignores_words_only_in_front_matter(corpus, exact) -> None:
     assert exact.search(["2024-03-01"], 10) == []
 
