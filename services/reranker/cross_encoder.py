@@ -25,6 +25,7 @@ GIL) keep every core busy. Logits are the same either way, bit for bit.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
@@ -99,7 +100,9 @@ class CrossEncoder:
         self.name = f"{model_label(model_dir)} [{precision}{f' {scheme}' if scheme else ''}]"
         self.parallel_runs = threads or available_cores()
         self._session = create_session(model_path, threads=1)
-        self._runners = ThreadPoolExecutor(self.parallel_runs, thread_name_prefix="rerank-run")
+        self._runners = None
+        if self.parallel_runs > 1:
+            self._runners = ThreadPoolExecutor(self.parallel_runs, thread_name_prefix="rerank-run")
         self._tokenizer = load_tokenizer(model_dir / TOKENIZER_FILE, MAX_PAIR_TOKENS)
         self._tokenizer.no_padding()
         self._pad_id = self._tokenizer.token_to_id("[PAD]") or 0
@@ -116,10 +119,20 @@ class CrossEncoder:
         size = self.pairs_per_run
         groups = [order[start : start + size] for start in range(0, len(order), size)]
         logits = np.zeros(len(pairs), dtype=np.float32)
-        runs = self._runners.map(lambda group: self.run([encodings[i] for i in group]), groups)
+        runs = self._run_groups(groups, encodings)
         for group, group_logits in zip(groups, runs, strict=True):
             logits[group] = group_logits
         return logits
+
+    def _run_groups(self, groups: list[list[int]], encodings: list[Encoding]) -> Iterable[np.ndarray]:
+        """One session call per group: side by side on the pool, or here when one core is all."""
+
+        def run_group(group: list[int]) -> np.ndarray:
+            return self.run([encodings[i] for i in group])
+
+        if self._runners is None or len(groups) < 2:
+            return map(run_group, groups)
+        return self._runners.map(run_group, groups)
 
     def tokenize(self, pairs: list[tuple[str, str]]) -> list[Encoding]:
         return self._tokenizer.encode_batch(pairs)
