@@ -160,6 +160,7 @@ def question_rows(
     stack_settings = settings.model_copy(
         update={
             "data_dir": data_dir,
+            "models_dir": settings.resolved_models_dir,
             "redis_url": f"redis://127.0.0.1:{free_port()}/0",
             "gateway_port": port,
             "gateway_url": f"http://127.0.0.1:{port}",
@@ -167,6 +168,7 @@ def question_rows(
     )
     env = {
         "HINDSIGHT_LLM": "none",
+        "HINDSIGHT_MODELS_DIR": str(settings.resolved_models_dir),
         "HINDSIGHT_RERANKER_MODEL_DIR": str(settings.reranker_dir),
     }
     local = InProcessPipeline(stack_settings)
