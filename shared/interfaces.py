@@ -59,6 +59,9 @@ class VectorStore(Protocol):
 
     def count_chunks(self) -> int: ...
 
+    def refresh_indexes(self) -> None:
+        """Bring the search indexes up to date with every write so far (at the end of an index job)."""
+
 
 class Embedder(Protocol):
     """Text to unit-length vectors; documents and queries may be embedded differently."""

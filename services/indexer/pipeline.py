@@ -257,4 +257,6 @@ def sync_root(
             log.exception("indexing a batch of %d files failed; indexing them one by one", len(batch.files))
             done = list(index_one_by_one(batch.files, store, embedder, settings))
         results += done
+    if work:
+        store.refresh_indexes()
     return finish_report(report, results, time.perf_counter() - started)

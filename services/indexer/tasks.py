@@ -124,6 +124,7 @@ def index_report(
 ) -> dict[str, Any]:
     report = ScanReport.model_validate(payload)
     files = [IndexFileResult.model_validate(r) for results in batches for r in results]
+    get_store().refresh_indexes()  # before the job says done, so its files are searchable at full speed
     return publish_report(finish_report(report, files, time.time() - started))
 
 

@@ -291,6 +291,9 @@ class WeaviateStore:
     def count_chunks(self) -> int:
         return int(self._chunks.aggregate.over_all(total_count=True).total_count or 0)
 
+    def refresh_indexes(self) -> None:
+        """Nothing to do: Weaviate indexes each object (vector and BM25) as it is written."""
+
     def close(self) -> None:
         self._client.close()
 

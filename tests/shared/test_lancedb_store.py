@@ -89,3 +89,19 @@ def test_batched_replaces_stay_exact_across_compactions(
     assert [c.text for c in store.document_chunks("doc5", [0, 1, 2])] == ["alpha5", "beta5", "gamma5"]
     assert [hit.chunk.id for hit in store.keyword_search("delta6", 5)] == ["doc6:0"]
     assert store.keyword_search("alpha6", 5) == []
+
+
+def unindexed_rows(store: LanceDBStore) -> int:
+    table = store._chunks  # the index statistics are LanceDB's own, not part of the store's interface
+    (index,) = [i for i in table.list_indices() if lancedb_store.SEARCH_COLUMN in i.columns]
+    return int(table.index_stats(index.name).num_unindexed_rows)
+
+
+def test_refresh_indexes_brings_every_written_row_into_the_full_text_index(tmp_path: Path) -> None:
+    store = LanceDBStore(tmp_path / "store", DIMENSION)
+    for number in range(4):
+        write(store, number, [f"alpha{number}", f"beta{number}"])
+    assert unindexed_rows(store) == 6, "rows after the first write wait for the next compaction"
+    store.refresh_indexes()
+    assert unindexed_rows(store) == 0
+    assert [hit.chunk.id for hit in store.keyword_search("beta3", 5)] == ["doc3:1"]
