@@ -173,8 +173,7 @@ class LanceDBStore:
         """Compact now: rows written since the last compaction are outside the full-text index, and
         keyword search scans them one by one (1.8 s a query with 10k such rows, measured)."""
         with self._write_lock():
-            self._chunks.optimize()
-            self._documents.optimize()
+            self._compact()
 
     def _compact_now_and_then(self) -> None:
         """Every write (a whole batch of documents included) adds a fragment and a version, and
@@ -183,8 +182,12 @@ class LanceDBStore:
         300-file index written one file at a time."""
         self._writes += 1
         if self._writes % COMPACT_EVERY_WRITES == 0:
-            self._chunks.optimize()
-            self._documents.optimize()
+            self._compact()
+
+    def _compact(self) -> None:
+        """Merge fragments, fold new rows into the indexes; the caller holds the write lock."""
+        self._chunks.optimize()
+        self._documents.optimize()
 
     def manifest(self, root: str | None = None) -> dict[str, ManifestEntry]:
         query = self._documents.search().select(["document_id", "source_uri", "content_hash", "chunk_count"])
