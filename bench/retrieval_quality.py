@@ -29,6 +29,7 @@ from pathlib import Path
 
 from services.indexer.pipeline import sync_root
 from services.reranker.cross_encoder import model_label
+from services.reranker.provision import STANDIN_NAME
 from services.reranker.service import Reranker
 from services.retriever.exact import ExactSearcher, find_rg
 from services.retriever.fusion import reciprocal_rank_fusion
@@ -46,7 +47,6 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATASET = REPO.parent / "shared" / "eval" / "pyfaq-dev"
 DEFAULT_CACHE = Path(os.environ.get("HINDSIGHT_BENCH_CACHE", "/tmp/hindsight-bench"))
 INDEXER_SOURCES = sorted((REPO / "services" / "indexer").glob("*.py"))
-STANDIN_MARK = "stand-in"
 
 
 @dataclass
@@ -207,7 +207,7 @@ def trained_reranker(settings: Settings) -> tuple[Reranker | None, str]:
     if not settings.reranker_dir.exists():
         return None, f"no cross-encoder at {settings.reranker_dir}"
     label = model_label(settings.reranker_dir)
-    if STANDIN_MARK in label:
+    if label == STANDIN_NAME:
         return None, "only the offline stand-in is provisioned (its scores mean nothing)"
     reranker = Reranker(settings)
     if reranker.encoder is None:
