@@ -29,9 +29,9 @@ import numpy as np
 
 from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE, CrossEncoder, Int8Scheme
-from services.reranker.provision import CONFIG_FILE, HEAD_FIT_TEXTS, build_standin, fitted_head, quantize_int8
+from services.reranker.provision import CONFIG_FILE, build_standin, fitted_head, quantize_int8
 from shared.cpu import available_cores
-from shared.model_prep import CALIBRATION_TEXTS, packaged_minilm_dir
+from shared.model_prep import CALIBRATION_TEXTS, FIT_PAIRS, packaged_minilm_dir
 
 TORCH = "sentence_transformers.CrossEncoder torch fp32 (batch 64)"
 T = TypeVar("T")
@@ -41,8 +41,8 @@ LABEL = "[offline stand-in: MiniLM-L6 weights, fitted head; speed carries over, 
 def bench_pairs(count: int, seed: int = 0) -> list[tuple[str, str]]:
     """Questions against passages of 1-12 sentences (~15-250 tokens), like expanded chunks."""
     rng = random.Random(seed)
-    sentences = [text for pair in HEAD_FIT_TEXTS for text in pair] + CALIBRATION_TEXTS
-    questions = [question for question, _ in HEAD_FIT_TEXTS]
+    sentences = [text for pair in FIT_PAIRS for text in pair] + CALIBRATION_TEXTS
+    questions = [question for question, _ in FIT_PAIRS]
     return [
         (rng.choice(questions), " ".join(rng.choices(sentences, k=rng.randint(1, 12)))) for _ in range(count)
     ]
@@ -138,8 +138,8 @@ def main() -> None:
         torch_score = torch_baseline(Path(tmp) / "torch", threads)
         gap = float(np.abs(np.asarray(torch_score(pairs[:16])) - fp32.score_pairs(pairs[:16])).max())
         print(f"same model check: max |torch fp32 - onnx fp32| logit on 16 pairs = {gap:.2e}")
-        int8_worker = MicroBatcher(int8.score_pairs, batch_size=64, max_wait_s=0.01)
-        fp32_worker = MicroBatcher(fp32.score_pairs, batch_size=64, max_wait_s=0.01)
+        int8_worker = MicroBatcher(int8.score_pairs, 64, 0.01, int8.batches_in_flight)
+        fp32_worker = MicroBatcher(fp32.score_pairs, 64, 0.01, fp32.batches_in_flight)
 
         def runs_of(model: Path, size: int) -> Callable[[list[tuple[str, str]]], np.ndarray]:
             return CrossEncoder(model, threads, precision="int8", pairs_per_run=size).score_pairs

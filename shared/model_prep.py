@@ -13,13 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-from shared.embedding import MODEL_FILE, TOKENIZER_FILE, OnnxEmbedder, mean_pool
-from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer, quantize_int8_per_channel
+from shared.embedding import EMBEDDER_MAX_TOKENS, MODEL_FILE, TOKENIZER_FILE, OnnxEmbedder, mean_pool
+from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer
+from shared.row_int8 import quantize_int8_per_row
 
 FP32_FILE = "model_fp32.onnx"
 MIN_EMBEDDER_COSINE = 0.99
 
-# A fixed, varied set on which the quantised model must agree with fp32.
+# A fixed, varied set on which the quantised model must agree with fp32 (the check set).
 CALIBRATION_TEXTS = [
     "How do I read a file line by line in Python?",
     "The GIL prevents more than one thread from executing Python bytecode at once.",
@@ -34,6 +35,41 @@ CALIBRATION_TEXTS = [
     "Redis Streams keep an append-only log of events per question.",
     "PDF pages keep their numbers so a citation can point at a page.",
 ]
+
+
+# (question, answer) pairs that int8 smoothing is measured on (and the reranker stand-in's head is
+# fitted on); disjoint from the check set, so the check measures what it did not see.
+FIT_PAIRS = [
+    ("What is the capital of France?", "Paris is the capital and largest city of France."),
+    ("How do vaccines train the immune system?", "Vaccines expose the immune system to a harmless antigen."),
+    ("Why is the sky blue?", "Rayleigh scattering makes short blue wavelengths scatter more in the air."),
+    ("How does a hash map handle collisions?", "Open addressing probes for the next free slot."),
+    ("What causes inflation?", "Prices rise when money supply grows faster than the output of goods."),
+    ("How do I sort a list in Python?", "Call sorted(items) or items.sort() to order a list in Python."),
+    ("When did the Roman Empire fall?", "The Western Roman Empire fell in 476 AD when Odoacer took Rome."),
+    ("How do transformers use attention?", "Self-attention weighs every token against every other token."),
+    ("What is photosynthesis?", "Plants turn light, water and carbon dioxide into glucose and oxygen."),
+    ("How does TCP guarantee delivery?", "TCP numbers each segment and retransmits those not acknowledged."),
+    ("What is a good sourdough hydration?", "Most sourdough breads use between 70 and 80 percent hydration."),
+    ("How are black holes formed?", "A massive star collapses under its own gravity at the end of its life."),
+]
+
+
+def encoder_feeds(
+    tokenizer_path: Path, inputs: list[str] | list[tuple[str, str]], max_length: int
+) -> list[dict[str, np.ndarray]]:
+    """One unpadded feed (input name -> [1, tokens] array) per text or pair: what per-row int8's
+    smoothing factors are measured on (``shared.row_int8``)."""
+    tokenizer = load_tokenizer(tokenizer_path, max_length)
+    tokenizer.no_padding()
+    return [
+        {
+            "input_ids": np.array([encoding.ids], dtype=np.int64),
+            "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
+            "token_type_ids": np.array([encoding.type_ids], dtype=np.int64),
+        }
+        for encoding in tokenizer.encode_batch(inputs)
+    ]
 
 
 def packaged_minilm_dir() -> Path:
@@ -97,8 +133,12 @@ def _fp32_embeddings(model_path: Path, tokenizer_path: Path, texts: list[str]) -
 
 
 def prepare_embedder(target_dir: Path, force: bool = False) -> dict[str, float]:
-    """Export the packaged MiniLM to ONNX, quantise it per channel and check it against fp32.
+    """Export the packaged MiniLM to ONNX, quantise it per row (``shared.row_int8``) and check it
+    against fp32.
 
+    Per-row int8 makes a text's vector a function of that text alone, whatever shares its batch
+    (ORT's dynamic int8 picks one activation scale per batch), and it stays within the bound where
+    dynamic int8 did not: min cosine 0.993 vs 0.987 on an AVX2 CPU, at the same speed.
     Returns the agreement figures; raises if the int8 model drifts below the cosine bound, so a
     lossy model is never installed.
     """
@@ -111,9 +151,10 @@ def prepare_embedder(target_dir: Path, force: bool = False) -> dict[str, float]:
         work = Path(tmp)
         fp32 = work / FP32_FILE
         export_encoder_onnx(AutoModel.from_pretrained(str(source)), fp32)
-        int8 = work / MODEL_FILE
-        quantize_int8_per_channel(fp32, int8)
         shutil.copy(source / TOKENIZER_FILE, work / TOKENIZER_FILE)
+        fit_texts = [text for pair in FIT_PAIRS for text in pair]
+        feeds = encoder_feeds(work / TOKENIZER_FILE, fit_texts, EMBEDDER_MAX_TOKENS)
+        quantize_int8_per_row(fp32, work / MODEL_FILE, feeds)
         reference = _fp32_embeddings(fp32, work / TOKENIZER_FILE, CALIBRATION_TEXTS)
         quantised = OnnxEmbedder(work).embed_documents(CALIBRATION_TEXTS)
         cosines = (reference * quantised).sum(axis=1)

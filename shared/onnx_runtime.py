@@ -1,9 +1,8 @@
 """ONNX Runtime plumbing shared by the embedder and the cross-encoder.
 
 Both models are BERT-style encoders run with ONNX Runtime and a ``tokenizers`` tokenizer, quantised
-to int8 with fine-grained weight scales (per-tensor quantisation loses too much of a MiniLM's accuracy):
-the embedder dynamically per channel, the cross-encoder weight-only in blocks of 32 (see
-:func:`quantize_int8_weight_only` for why).
+to int8 per row (``shared.row_int8``); the cross-encoder falls back to weight-only int8 in blocks of
+32 (:func:`quantize_int8_weight_only`) where per-row int8 does not rank like fp32.
 """
 
 from __future__ import annotations
@@ -48,19 +47,6 @@ def encoder_inputs(
     """Feed only the inputs the exported graph declares (some exports drop ``token_type_ids``)."""
     available = {"input_ids": ids, "attention_mask": mask, "token_type_ids": type_ids}
     return {inp.name: available[inp.name] for inp in session.get_inputs()}
-
-
-def quantize_int8_per_channel(source: Path, target: Path) -> None:
-    """Dynamic int8 quantisation of the weights, one scale per output channel."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    quantize_dynamic(
-        model_input=str(source),
-        model_output=str(target),
-        per_channel=True,
-        weight_type=QuantType.QInt8,
-    )
 
 
 def quantize_int8_weight_only(source: Path, target: Path, num_heads: int, hidden_size: int) -> None:

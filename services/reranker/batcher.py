@@ -1,11 +1,15 @@
-"""Micro-batching across questions: one thread owns the session and merges waiting pairs.
+"""Micro-batching across questions: batcher threads merge waiting pairs into batches.
 
 The rerank worker runs Celery with ``--pool threads --concurrency N``: up to N ``rerank.score``
 tasks wait in one process, each handing its pairs to this batcher and blocking on a future.
-The batcher thread takes pairs first come first served until it has ``batch_size`` of them or
+A batcher thread takes pairs first come first served until it has ``batch_size`` of them or
 the oldest has waited ``max_wait_s``, scores them in one call, and hands every question exactly
-its own logits back. One thread calls the session, so N concurrent tasks never oversubscribe
-the cores with N sets of intra-op threads.
+its own logits back. Only the batcher threads call the scorer, so N concurrent tasks never
+oversubscribe the cores with N sets of intra-op threads.
+
+With ``batches_in_flight=2`` a second thread forms and tokenises the next batch while the first
+waits for its batch's last runs, so the scorer's cores never idle between batches (a scorer whose
+logits do not depend on batch neighbours gives the same answers either way).
 """
 
 from __future__ import annotations
@@ -39,14 +43,22 @@ class _Request:
 class MicroBatcher:
     """Merge the pairs of concurrent questions into batches; a daemon thread does the scoring."""
 
-    def __init__(self, score_pairs: ScorePairs, batch_size: int = 64, max_wait_s: float = 0.01) -> None:
+    def __init__(
+        self,
+        score_pairs: ScorePairs,
+        batch_size: int = 64,
+        max_wait_s: float = 0.01,
+        batches_in_flight: int = 1,
+    ) -> None:
         self._score_pairs = score_pairs
         self.batch_size = batch_size
         self.max_wait_s = max_wait_s
         self._pending: deque[tuple[_Request, int, float]] = deque()
         self._ready = threading.Condition()
+        self._results = threading.Lock()
         self.batches_scored = 0
-        threading.Thread(target=self._serve, name="rerank-batcher", daemon=True).start()
+        for number in range(batches_in_flight):
+            threading.Thread(target=self._serve, name=f"rerank-batcher-{number}", daemon=True).start()
 
     def submit(self, pairs: list[tuple[str, str]]) -> Future[np.ndarray]:
         """A future of the raw logits of ``pairs``, in their order."""
@@ -82,18 +94,20 @@ class MicroBatcher:
             except Exception as exc:
                 self._fail(list({id(request): request for request, _, _ in batch}.values()), exc)
                 continue
-            self.batches_scored += 1
-            for (request, index, _), logit in zip(batch, logits, strict=True):
-                request.logits[index] = logit
-                request.remaining -= 1
-                if request.remaining == 0:
-                    request.future.set_result(request.logits)
+            with self._results:
+                self.batches_scored += 1
+                for (request, index, _), logit in zip(batch, logits, strict=True):
+                    request.logits[index] = logit
+                    request.remaining -= 1
+                    if request.remaining == 0:
+                        request.future.set_result(request.logits)
 
     def _fail(self, requests: list[_Request], exc: Exception) -> None:
         """A failed batch fails its questions (and drops their other pairs), never the thread."""
         failed = {id(request) for request in requests}
-        for request in requests:
-            if not request.future.done():
-                request.future.set_exception(exc)
+        with self._results:
+            for request in requests:
+                if not request.future.done():
+                    request.future.set_exception(exc)
         with self._ready:
             self._pending = deque(item for item in self._pending if id(item[0]) not in failed)

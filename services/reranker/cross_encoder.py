@@ -108,6 +108,12 @@ class CrossEncoder:
         self._pad_id = self._tokenizer.token_to_id("[PAD]") or 0
         self.pairs_per_run = pairs_per_run or PAIRS_PER_RUN[scheme]
 
+    @property
+    def batches_in_flight(self) -> int:
+        """How many batches a micro-batcher should hand this encoder at once: two when runs go to
+        the pool, so the next batch is tokenised and queued while this one's last runs finish."""
+        return 2 if self._runners is not None else 1
+
     def score(self, question: str, passages: list[str]) -> np.ndarray:
         """Raw logits, one per passage, in the order given."""
         return self.score_pairs([(question, passage) for passage in passages])
@@ -132,7 +138,12 @@ class CrossEncoder:
 
         if self._runners is None or len(groups) < 2:
             return map(run_group, groups)
-        return self._runners.map(run_group, groups)
+        # Longest runs first: the cores then finish together instead of one idling while the other
+        # runs the batch's longest group last (~13% of a batch of 64 measured lost that way).
+        cost = [max(len(encodings[i].ids) for i in group) * len(group) for group in groups]
+        longest_first = sorted(range(len(groups)), key=lambda g: -cost[g])
+        futures = {g: self._runners.submit(run_group, groups[g]) for g in longest_first}
+        return (futures[g].result() for g in range(len(groups)))
 
     def tokenize(self, pairs: list[tuple[str, str]]) -> list[Encoding]:
         return self._tokenizer.encode_batch(pairs)

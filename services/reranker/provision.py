@@ -38,31 +38,20 @@ from services.reranker.cross_encoder import (
     Int8Scheme,
     Precision,
 )
-from shared.model_prep import CALIBRATION_TEXTS, export_encoder_onnx, packaged_minilm_dir
-from shared.onnx_runtime import load_tokenizer, quantize_int8_weight_only
+from shared.model_prep import (
+    CALIBRATION_TEXTS,
+    FIT_PAIRS,
+    encoder_feeds,
+    export_encoder_onnx,
+    packaged_minilm_dir,
+)
+from shared.onnx_runtime import quantize_int8_weight_only
 from shared.row_int8 import quantize_int8_per_row
 
 HUB_REPO = "Xenova/ms-marco-MiniLM-L-6-v2"
 CONFIG_FILE = "config.json"
 MIN_SPEARMAN = 0.99
 STANDIN_NAME = "stand-in cross-encoder (MiniLM-L6 weights, fitted head; speed is real, scores are not)"
-
-# Question/answer texts the stand-in's head is fitted on and per-row int8 is smoothed on; disjoint
-# from the verification set.
-HEAD_FIT_TEXTS = [
-    ("What is the capital of France?", "Paris is the capital and largest city of France."),
-    ("How do vaccines train the immune system?", "Vaccines expose the immune system to a harmless antigen."),
-    ("Why is the sky blue?", "Rayleigh scattering makes short blue wavelengths scatter more in the air."),
-    ("How does a hash map handle collisions?", "Open addressing probes for the next free slot."),
-    ("What causes inflation?", "Prices rise when money supply grows faster than the output of goods."),
-    ("How do I sort a list in Python?", "Call sorted(items) or items.sort() to order a list in Python."),
-    ("When did the Roman Empire fall?", "The Western Roman Empire fell in 476 AD when Odoacer took Rome."),
-    ("How do transformers use attention?", "Self-attention weighs every token against every other token."),
-    ("What is photosynthesis?", "Plants turn light, water and carbon dioxide into glucose and oxygen."),
-    ("How does TCP guarantee delivery?", "TCP numbers each segment and retransmits those not acknowledged."),
-    ("What is a good sourdough hydration?", "Most sourdough breads use between 70 and 80 percent hydration."),
-    ("How are black holes formed?", "A massive star collapses under its own gravity at the end of its life."),
-]
 
 
 class ProvisionReport(BaseModel):
@@ -110,20 +99,10 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def smoothing_feeds(model_dir: Path) -> list[dict[str, np.ndarray]]:
-    """One unpadded feed per fixed (question, text) pair: what per-row int8's smoothing is measured on."""
-    tokenizer = load_tokenizer(model_dir / TOKENIZER_FILE, MAX_PAIR_TOKENS)
-    tokenizer.no_padding()
-    texts = [text for pair in HEAD_FIT_TEXTS for text in pair]
-    feeds = []
-    for encoding in tokenizer.encode_batch([(q, text) for q, _ in HEAD_FIT_TEXTS for text in texts]):
-        feeds.append(
-            {
-                "input_ids": np.array([encoding.ids], dtype=np.int64),
-                "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
-                "token_type_ids": np.array([encoding.type_ids], dtype=np.int64),
-            }
-        )
-    return feeds
+    """Every fit question against every fit text: what per-row int8's smoothing is measured on."""
+    texts = [text for pair in FIT_PAIRS for text in pair]
+    pairs = [(question, text) for question, _ in FIT_PAIRS for text in texts]
+    return encoder_feeds(model_dir / TOKENIZER_FILE, pairs, MAX_PAIR_TOKENS)
 
 
 def quantize_int8(model_dir: Path, scheme: Int8Scheme) -> None:
@@ -190,8 +169,8 @@ def fitted_head(model: object) -> tuple[np.ndarray, float]:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(packaged_minilm_dir()))
-    texts = [text for pair in HEAD_FIT_TEXTS for text in pair]
-    pairs = [(question, text) for question, _ in HEAD_FIT_TEXTS for text in texts]
+    texts = [text for pair in FIT_PAIRS for text in pair]
+    pairs = [(question, text) for question, _ in FIT_PAIRS for text in texts]
     bert = model.bert  # type: ignore[attr-defined]
     with torch.no_grad():
         single = tokenizer(texts, padding=True, return_tensors="pt")

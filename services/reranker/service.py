@@ -35,7 +35,10 @@ class Reranker:
             log.warning("%s: reranking passes the fused order through", exc)
             return
         self.batcher = MicroBatcher(
-            self.encoder.score_pairs, settings.rerank_batch_size, settings.rerank_max_wait_ms / 1000
+            self.encoder.score_pairs,
+            settings.rerank_batch_size,
+            settings.rerank_max_wait_ms / 1000,
+            batches_in_flight=self.encoder.batches_in_flight,
         )
 
     @property

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import random
 
-from services.reranker.provision import HEAD_FIT_TEXTS
 from shared.contracts import Candidate, Chunk, SourceKind
+from shared.model_prep import FIT_PAIRS
 
 
 def passages(count: int, seed: int = 0) -> list[str]:
     """Deterministic passages of varied length (one to twelve sentences)."""
     rng = random.Random(seed)
-    sentences = [text for pair in HEAD_FIT_TEXTS for text in pair]
+    sentences = [text for pair in FIT_PAIRS for text in pair]
     return [" ".join(rng.choices(sentences, k=rng.randint(1, 12))) for _ in range(count)]
 
 

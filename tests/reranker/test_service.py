@@ -11,14 +11,14 @@ import pytest
 
 from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import CrossEncoder
-from services.reranker.provision import HEAD_FIT_TEXTS
 from services.reranker.selection import describe
 from services.reranker.service import Reranker
+from shared.model_prep import FIT_PAIRS
 from shared.settings import Settings
 from tests.reranker.conftest import candidates, passages
 
-SENTENCES = [text for pair in HEAD_FIT_TEXTS for text in pair]
-QUESTIONS = [question for question, _ in HEAD_FIT_TEXTS]
+SENTENCES = [text for pair in FIT_PAIRS for text in pair]
+QUESTIONS = [question for question, _ in FIT_PAIRS]
 
 
 def settings_for(model_dir: Path, **overrides: object) -> Settings:
@@ -81,14 +81,19 @@ def test_refused_int8_is_never_served_and_auto_falls_back_to_exact_fp32(
     assert auto.encoder is not None and auto.encoder.precision == "fp32"
 
 
-@pytest.mark.parametrize("precision", ["fp32", "int8"])
-def test_micro_batched_scores_equal_each_question_scored_alone(standin_dir: Path, precision: str) -> None:
-    """Five questions share three padded batches; each gets exactly what it gets scored alone."""
-    encoder = CrossEncoder(standin_dir, threads=1, precision=precision, pairs_per_run=64)  # type: ignore[arg-type]
+@pytest.mark.parametrize(
+    ("precision", "threads", "in_flight"), [("fp32", 1, 1), ("int8", 1, 1), ("int8", 2, 2)]
+)
+def test_micro_batched_scores_equal_each_question_scored_alone(
+    standin_dir: Path, precision: str, threads: int, in_flight: int
+) -> None:
+    """Five questions share three padded batches; each gets exactly what it gets scored alone,
+    also with two batches in flight on two cores."""
+    encoder = CrossEncoder(standin_dir, threads=threads, precision=precision, pairs_per_run=64)  # type: ignore[arg-type]
     sizes = [35, 60, 7, 35, 1]
     work = [(QUESTIONS[i], passages(n, seed=i)) for i, n in enumerate(sizes)]
     alone = [encoder.score(question, texts) for question, texts in work]
-    batcher = MicroBatcher(encoder.score_pairs, batch_size=64, max_wait_s=0.5)
+    batcher = MicroBatcher(encoder.score_pairs, batch_size=64, max_wait_s=0.5, batches_in_flight=in_flight)
     results: dict[int, np.ndarray] = {}
     start = threading.Barrier(len(work))
 
@@ -104,6 +109,23 @@ def test_micro_batched_scores_equal_each_question_scored_alone(standin_dir: Path
     assert batcher.batches_scored == 3, "138 pairs from five questions share ceil(138 / 64) batches"
     for slot, expected in enumerate(alone):
         np.testing.assert_array_equal(results[slot], expected)
+
+
+def test_with_two_batches_in_flight_the_next_batch_is_scored_while_one_is_still_running() -> None:
+    second_started = threading.Event()
+
+    def score_pairs(pairs: list[tuple[str, str]]) -> np.ndarray:
+        if pairs[0][1] == "first":
+            assert second_started.wait(timeout=10), "the next batch waited for this one to finish"
+        else:
+            second_started.set()
+        return np.full(len(pairs), 1.0 if pairs[0][1] == "first" else 2.0, dtype=np.float32)
+
+    batcher = MicroBatcher(score_pairs, batch_size=2, max_wait_s=0.0, batches_in_flight=2)
+    first = batcher.submit([("q", "first"), ("q", "first")])
+    second = batcher.submit([("q", "second"), ("q", "second")])
+    np.testing.assert_array_equal(second.result(timeout=10), [2.0, 2.0])
+    np.testing.assert_array_equal(first.result(timeout=10), [1.0, 1.0])
 
 
 def test_a_failing_batch_fails_its_questions_and_the_batcher_survives() -> None:
