@@ -1,16 +1,24 @@
-"""Pairs/s of the reranker worker's scoring path vs sentence_transformers.CrossEncoder (PyTorch fp32).
+"""Pairs/s of the reranker worker vs sentence_transformers.CrossEncoder (PyTorch fp32), same pairs.
 
 Same model, same pairs, same run, same thread count. Offline the model is the stand-in built from
 the packaged MiniLM-L6 weights (same architecture as ms-marco-MiniLM-L-6-v2: speed carries over,
 scores do not); every figure printed says so.
 
-    PYTHONPATH=. python bench/reranker_throughput.py --pairs 64 --repeats 8
+    PYTHONPATH=. python bench/reranker_throughput.py --pairs 512 --repeats 4
 
-On shared cores prefer many short rounds (as above): each round times every contender in turn.
+Two workloads over the same pairs:
+
+* **questions** (the target): questions of 20-64 candidates each, as the rerank stage sends them.
+  The worker gets them all at once, as concurrent rerank tasks hand them to its micro-batcher;
+  ``CrossEncoder.predict`` scores each question in one call, as a rerank task built on it would
+  (it sorts that question's pairs by length and batches them by 32, its default).
+* **one call**: every pair in a single call; ``predict`` then sorts all of them by length before
+  batching, its best case, which no per-question service gets.
 
 Also printed: both int8 schemes provisioning tries (per-row with several run sizes, weight-only),
-and how far the served model's logits move when a pair shares a run of 64 instead of running alone
-(0 is the requirement: the worker's batches mix different users' questions).
+how far the served model's logits move when a pair shares a run of 64 instead of running alone
+(0 is the requirement: the worker's batches mix different users' questions), per-CPU-second
+figures with one thread each, and the latency of one question of 35 and of 60 pairs.
 """
 
 from __future__ import annotations
@@ -33,7 +41,8 @@ from services.reranker.provision import CONFIG_FILE, build_standin, fitted_head,
 from shared.cpu import available_cores
 from shared.model_prep import CALIBRATION_TEXTS, FIT_PAIRS, packaged_minilm_dir
 
-TORCH = "sentence_transformers.CrossEncoder torch fp32 (batch 64)"
+TORCH = "sentence_transformers.CrossEncoder torch fp32"
+TORCH_BATCH = 32  # predict()'s default
 T = TypeVar("T")
 LABEL = "[offline stand-in: MiniLM-L6 weights, fitted head; speed carries over, scores do not]"
 
@@ -46,6 +55,24 @@ def bench_pairs(count: int, seed: int = 0) -> list[tuple[str, str]]:
     return [
         (rng.choice(questions), " ".join(rng.choices(sentences, k=rng.randint(1, 12)))) for _ in range(count)
     ]
+
+
+def bench_questions(pairs: list[tuple[str, str]], seed: int = 0) -> list[list[tuple[str, str]]]:
+    """``pairs`` cut into questions of 20-64 candidates (the rerank stage sends 35 or 60), each with
+    one question text, as the rerank stage sends them."""
+    rng = random.Random(seed)
+    questions: list[list[tuple[str, str]]] = []
+    start = 0
+    while start < len(pairs):
+        size = rng.randint(20, 64)
+        question = pairs[start][0]
+        questions.append([(question, passage) for _, passage in pairs[start : start + size]])
+        start += size
+    return questions
+
+
+def flat(questions: list[list[tuple[str, str]]]) -> list[tuple[str, str]]:
+    return [pair for question in questions for pair in question]
 
 
 def pairs_per_second(
@@ -87,7 +114,7 @@ def torch_baseline(model_dir: Path, threads: int) -> Callable[[list[tuple[str, s
     encoder = TorchCrossEncoder(str(model_dir), num_labels=1, device="cpu", max_length=512)
     identity = torch.nn.Identity()  # raw logits, as the worker reads them
     return lambda pairs: encoder.predict(
-        pairs, batch_size=64, activation_fn=identity, show_progress_bar=False
+        pairs, batch_size=TORCH_BATCH, activation_fn=identity, show_progress_bar=False
     )
 
 
@@ -111,9 +138,28 @@ def latency_ms(batcher: MicroBatcher, size: int, repeats: int) -> tuple[float, f
     return statistics.median(samples), samples[min(len(samples) - 1, round(0.95 * (len(samples) - 1)))]
 
 
+Scorer = Callable[[list[tuple[str, str]]], object]
+
+
+def as_service(batcher: MicroBatcher) -> Callable[[list[list[tuple[str, str]]]], object]:
+    """All questions handed to the worker at once, as concurrent rerank tasks do; waits for all."""
+    return lambda questions: [future.result() for future in [batcher.submit(q) for q in questions]]
+
+
+def per_question(score: Scorer) -> Callable[[list[list[tuple[str, str]]]], object]:
+    """One call per question, as a rerank task built on the scorer would make."""
+    return lambda questions: [score(question) for question in questions]
+
+
+def print_rates(title: str, rates: dict[str, float], baseline: str) -> None:
+    print(f"\n{title}")
+    for name, rate in rates.items():
+        print(f"  {name:<62} {rate:8.1f} pairs/s  {rate / rates[baseline]:5.2f}x torch")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=256)
+    parser.add_argument("--pairs", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--latency-repeats", type=int, default=10)
     args = parser.parse_args()
@@ -126,7 +172,8 @@ def main() -> None:
         if not report.int8_verified:
             quantize_int8(model_dir, "per-row")
             print("  int8 re-quantised below for SPEED ONLY; the worker would not serve it")
-        pairs = bench_pairs(args.pairs)
+        questions = bench_questions(bench_pairs(args.pairs))
+        pairs = flat(questions)
         int8 = CrossEncoder(model_dir, threads, precision="int8")
         fp32 = CrossEncoder(model_dir, threads, precision="fp32")
         per_row_dir = scheme_dir(model_dir, "per-row", Path(tmp) / "per-row")
@@ -141,38 +188,45 @@ def main() -> None:
         int8_worker = MicroBatcher(int8.score_pairs, 64, 0.01, int8.batches_in_flight)
         fp32_worker = MicroBatcher(fp32.score_pairs, 64, 0.01, fp32.batches_in_flight)
 
-        def runs_of(model: Path, size: int) -> Callable[[list[tuple[str, str]]], np.ndarray]:
+        def runs_of(model: Path, size: int) -> Scorer:
             return CrossEncoder(model, threads, precision="int8", pairs_per_run=size).score_pairs
 
         served = f"{report.int8_scheme or 'per-row, unverified'}, runs of {int8.pairs_per_run}"
         auto = {
             precision: " <- auto" if report.served_precision == precision else "" for precision in MODEL_FILES
         }
-        contenders: list[tuple[str, Callable[[list[tuple[str, str]]], object]]] = [
-            (f"worker int8 ({served}), batcher{auto['int8']}", lambda p: int8_worker.submit(p).result()),
-            (
-                f"worker fp32 (runs of {fp32.pairs_per_run}), batcher{auto['fp32']}",
-                lambda p: fp32_worker.submit(p).result(),
-            ),
-            *[(f"int8 per-row, sorted runs of {n}, padded", runs_of(per_row_dir, n)) for n in (1, 4, 16)],
-            ("int8 weight-only, sorted runs of 4, padded", runs_of(weight_only_dir, 4)),
-            (TORCH, torch_score),
-        ]
-        rates = pairs_per_second(contenders, pairs, args.repeats)
-        baseline = rates[TORCH]
+        int8_name = f"worker int8 ({served}){auto['int8']}"
+        fp32_name = f"worker fp32 (runs of {fp32.pairs_per_run}){auto['fp32']}"
+        torch_name = f"{TORCH} (batches of {TORCH_BATCH})"
         rounds = f"best of {args.repeats} interleaved rounds"
-        print(f"\nthroughput, {len(pairs)} pairs, {threads} threads, {rounds} {LABEL}")
-        for name, rate in rates.items():
-            print(f"  {name:<56} {rate:8.1f} pairs/s  {rate / baseline:5.2f}x torch")
-        single = [
+        where = f"{len(pairs)} pairs, {threads} threads, {rounds} {LABEL}"
+        service = [
+            (int8_name, as_service(int8_worker)),
+            (fp32_name, as_service(fp32_worker)),
+            (f"{torch_name}, one call per question", per_question(torch_score)),
+        ]
+        rates = pairs_per_second(service, questions, args.repeats)
+        per_pair = len(questions) / len(pairs)
+        print_rates(
+            f"questions: {len(questions)} of 20-64 candidates, {where}",
+            {name: rate / per_pair for name, rate in rates.items()},
+            service[-1][0],
+        )
+        one_call: list[tuple[str, Scorer]] = [
+            (int8_name, lambda p: int8_worker.submit(p).result()),
+            *[(f"int8 per-row, sorted runs of {n}", runs_of(per_row_dir, n)) for n in (1, 4, 16)],
+            ("int8 weight-only, sorted runs of 4", runs_of(weight_only_dir, 4)),
+            (f"{torch_name}, all pairs sorted by length", torch_score),
+        ]
+        rates = pairs_per_second(one_call, pairs, args.repeats)
+        print_rates(f"one call with every pair: {where}", rates, one_call[-1][0])
+        single: list[tuple[str, Scorer]] = [
             (f"int8 ({served})", CrossEncoder(model_dir, 1, precision="int8").score_pairs),
             (f"fp32 (runs of {fp32.pairs_per_run})", CrossEncoder(model_dir, 1, "fp32").score_pairs),
-            (TORCH, torch_baseline(Path(tmp) / "torch-1", 1)),
+            (f"{torch_name}, all pairs sorted by length", torch_baseline(Path(tmp) / "torch-1", 1)),
         ]
         rates = pairs_per_second(single, pairs, args.repeats, clock=time.thread_time)
-        print(f"\nper CPU-second, 1 thread each, {rounds} (robust to other processes' load) {LABEL}")
-        for name, rate in rates.items():
-            print(f"  {name:<56} {rate:8.1f} pairs/s  {rate / rates[TORCH]:5.2f}x torch")
+        print_rates(f"per CPU-second, one call, 1 thread each, {rounds} {LABEL}", rates, single[-1][0])
         served_worker = int8_worker if report.served_precision == "int8" else fp32_worker
         print(f"\nlatency of one question through the worker's batcher ({report.served_precision}) {LABEL}")
         for size in (35, 60):

@@ -3,14 +3,17 @@
 ``hindsight models pull`` fetches ``Xenova/ms-marco-MiniLM-L-6-v2`` where a network exists. Offline
 (tests, CI) ``build_standin`` makes a model of the same architecture from the packaged MiniLM
 weights with a fitted head: its speed is the real model's, its scores are not.
-Either way ``model_int8.onnx`` is installed only once its scores rank a fixed set of pairs like
-the fp32 model's do (Spearman >= 0.99); ``model_fp32.onnx`` stays next to it, and the record says
+Either way the fp32 graph's last layer is first pruned to the one token the head reads
+(``cls_pruning``; kept only if the logits stay the same), then ``model_int8.onnx`` is installed only
+once its scores rank a fixed set of pairs like the fp32 model's do (Spearman >= 0.99);
+``model_fp32.onnx`` stays next to it, and the record says
 which verified precision ran faster on this machine (what ``HINDSIGHT_RERANKER_PRECISION=auto``
 serves). Two int8 schemes are tried, fastest first (bench/reranker_throughput.py measures both); both
 give a pair the same logit whichever pairs share its run:
 
 1. per-row int8 (``shared.row_int8``): integer GEMMs with one activation scale per token, smoothed
-   on fixed calibration pairs (disjoint from the check set); Spearman 0.997 on the stand-in.
+   on fixed calibration pairs (disjoint from the check set); Spearman 0.993-0.997 on the stand-in,
+   depending on the machine.
    ORT's dynamic int8 (one scale per tensor and run) is not tried: it made a pair's logit move by
    up to 2.6 with its run neighbours and ranked the stand-in at 0.98;
 2. weight-only int8 of the fused graph (``shared.onnx_runtime.quantize_int8_weight_only``):
@@ -27,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
+from services.reranker.cls_pruning import prune_to_cls
 from services.reranker.cross_encoder import (
     INT8_SCHEMES,
     MAX_PAIR_TOKENS,
@@ -58,6 +62,7 @@ class ProvisionReport(BaseModel):
     """What provisioning installed, why int8 is (not) verified, and which precision is served."""
 
     name: str
+    last_layer_pruned: bool
     int8_verified: bool
     int8_scheme: Int8Scheme | None
     spearman_int8_vs_fp32: float
@@ -125,6 +130,7 @@ def quantize_and_verify(model_dir: Path, name: str) -> ProvisionReport:
     """
     int8_path = model_dir / MODEL_FILES["int8"]
     pairs = calibration_pairs()
+    pruned = prune_last_layer(model_dir, pairs)
     fp32 = CrossEncoder(model_dir, precision="fp32").score_pairs(pairs)
     rhos: dict[str, float] = {}
     served: Int8Scheme | None = None
@@ -147,16 +153,38 @@ def quantize_and_verify(model_dir: Path, name: str) -> ProvisionReport:
     speed_text = ", ".join(f"{p} {v} pairs/s" for p, v in speeds.items())
     report = ProvisionReport(
         name=name,
+        last_layer_pruned=pruned,
         int8_verified=served is not None,
         int8_scheme=served,
         spearman_int8_vs_fp32=rhos[served] if served else max(rhos.values()),
         spearman_by_scheme=rhos,
         pairs_per_s=speeds,
         served_precision=fastest,
-        detail=f"{detail}; measured {speed_text}: {fastest} is served",
+        detail=f"{detail}; last layer {'pruned to [CLS]' if pruned else 'kept whole'}; "
+        f"measured {speed_text}: {fastest} is served",
     )
     (model_dir / PROVENANCE_FILE).write_text(report.model_dump_json(indent=2))
     return report
+
+
+def prune_last_layer(model_dir: Path, pairs: list[tuple[str, str]]) -> bool:
+    """Serve ``model_fp32.onnx`` with its last layer pruned to the token the head reads
+    (``cls_pruning``) if that leaves the logits of ``pairs`` as they were; True if it is pruned."""
+    fp32 = model_dir / MODEL_FILES["fp32"]
+    candidate = fp32.with_name("model_fp32.pruned.onnx")
+    outcome = prune_to_cls(fp32, candidate)
+    if outcome != "pruned":
+        return outcome == "already pruned"
+    full = CrossEncoder(model_dir, threads=1, precision="fp32").score_pairs(pairs)
+    original = fp32.with_name("model_fp32.full.onnx")
+    fp32.replace(original)
+    candidate.replace(fp32)
+    pruned = CrossEncoder(model_dir, threads=1, precision="fp32").score_pairs(pairs)
+    if np.allclose(pruned, full, atol=1e-4):
+        original.unlink()
+        return True
+    original.replace(fp32)
+    return False
 
 
 def fitted_head(model: object) -> tuple[np.ndarray, float]:

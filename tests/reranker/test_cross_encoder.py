@@ -98,8 +98,10 @@ def test_logits_do_not_depend_on_padding_or_neighbours(
 def test_standin_int8_passes_the_ranking_check_and_is_installed(
     standin: tuple[Path, ProvisionReport],
 ) -> None:
-    """Per-row int8 is tried first and ranks the check set like fp32 on the stand-in, so it is installed."""
+    """The last layer is pruned to [CLS]; per-row int8 is tried first and ranks the check set like
+    fp32 on the stand-in, so it is installed."""
     model_dir, report = standin
+    assert report.last_layer_pruned and "last layer pruned to [CLS]" in report.detail
     assert report.int8_verified and report.int8_scheme == "per-row"
     assert report.spearman_by_scheme["per-row"] >= MIN_SPEARMAN
     assert report.spearman_int8_vs_fp32 == report.spearman_by_scheme["per-row"]
