@@ -23,7 +23,8 @@ RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
 RUN python -c "from pathlib import Path; from shared.model_prep import prepare_embedder; \
 print(prepare_embedder(Path('/models/all-MiniLM-L6-v2')))"
 
-# Downloads the trained cross-encoder and quantises it per channel, verified against fp32.
+# Downloads the trained cross-encoder, prunes its last layer to [CLS] and quantises it per row, each
+# step verified against fp32.
 FROM base AS reranker-model
 RUN pip install ".[reranker,models]" torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu
 COPY services/reranker ./services/reranker
