@@ -39,7 +39,7 @@ from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE, CrossEncoder, Int8Scheme
 from services.reranker.provision import CONFIG_FILE, build_standin, fitted_head, quantize_int8
 from shared.cpu import available_cores
-from shared.model_prep import CALIBRATION_TEXTS, FIT_PAIRS, packaged_minilm_dir
+from shared.model_prep import CALIBRATION_TEXTS, FIT_PAIRS, FIT_TEXTS, packaged_minilm_dir
 
 TORCH = "sentence_transformers.CrossEncoder torch fp32"
 TORCH_BATCH = 32  # predict()'s default
@@ -50,7 +50,7 @@ LABEL = "[offline stand-in: MiniLM-L6 weights, fitted head; speed carries over, 
 def bench_pairs(count: int, seed: int = 0) -> list[tuple[str, str]]:
     """Questions against passages of 1-12 sentences (~15-250 tokens), like expanded chunks."""
     rng = random.Random(seed)
-    sentences = [text for pair in FIT_PAIRS for text in pair] + CALIBRATION_TEXTS
+    sentences = FIT_TEXTS + CALIBRATION_TEXTS
     questions = [question for question, _ in FIT_PAIRS]
     return [
         (rng.choice(questions), " ".join(rng.choices(sentences, k=rng.randint(1, 12)))) for _ in range(count)

@@ -53,6 +53,7 @@ FIT_PAIRS = [
     ("What is a good sourdough hydration?", "Most sourdough breads use between 70 and 80 percent hydration."),
     ("How are black holes formed?", "A massive star collapses under its own gravity at the end of its life."),
 ]
+FIT_TEXTS = [text for pair in FIT_PAIRS for text in pair]
 
 
 def encoder_feeds(
@@ -152,8 +153,7 @@ def prepare_embedder(target_dir: Path, force: bool = False) -> dict[str, float]:
         fp32 = work / FP32_FILE
         export_encoder_onnx(AutoModel.from_pretrained(str(source)), fp32)
         shutil.copy(source / TOKENIZER_FILE, work / TOKENIZER_FILE)
-        fit_texts = [text for pair in FIT_PAIRS for text in pair]
-        feeds = encoder_feeds(work / TOKENIZER_FILE, fit_texts, EMBEDDER_MAX_TOKENS)
+        feeds = encoder_feeds(work / TOKENIZER_FILE, FIT_TEXTS, EMBEDDER_MAX_TOKENS)
         quantize_int8_per_row(fp32, work / MODEL_FILE, feeds)
         reference = _fp32_embeddings(fp32, work / TOKENIZER_FILE, CALIBRATION_TEXTS)
         quantised = OnnxEmbedder(work).embed_documents(CALIBRATION_TEXTS)

@@ -45,6 +45,7 @@ from services.reranker.cross_encoder import (
 from shared.model_prep import (
     CALIBRATION_TEXTS,
     FIT_PAIRS,
+    FIT_TEXTS,
     encoder_feeds,
     export_encoder_onnx,
     packaged_minilm_dir,
@@ -56,6 +57,9 @@ HUB_REPO = "Xenova/ms-marco-MiniLM-L-6-v2"
 CONFIG_FILE = "config.json"
 MIN_SPEARMAN = 0.99
 STANDIN_NAME = "stand-in cross-encoder (MiniLM-L6 weights, fitted head; speed is real, scores are not)"
+# Every fit question against every fit text: what the stand-in's head is fitted on and per-row
+# int8's smoothing is measured on.
+FIT_QUESTION_TEXT_PAIRS = [(question, text) for question, _ in FIT_PAIRS for text in FIT_TEXTS]
 
 
 class ProvisionReport(BaseModel):
@@ -104,10 +108,8 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def smoothing_feeds(model_dir: Path) -> list[dict[str, np.ndarray]]:
-    """Every fit question against every fit text: what per-row int8's smoothing is measured on."""
-    texts = [text for pair in FIT_PAIRS for text in pair]
-    pairs = [(question, text) for question, _ in FIT_PAIRS for text in texts]
-    return encoder_feeds(model_dir / TOKENIZER_FILE, pairs, MAX_PAIR_TOKENS)
+    """One feed per fit question and text: what per-row int8's smoothing is measured on."""
+    return encoder_feeds(model_dir / TOKENIZER_FILE, FIT_QUESTION_TEXT_PAIRS, MAX_PAIR_TOKENS)
 
 
 def quantize_int8(model_dir: Path, scheme: Int8Scheme) -> None:
@@ -197,8 +199,7 @@ def fitted_head(model: object) -> tuple[np.ndarray, float]:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(packaged_minilm_dir()))
-    texts = [text for pair in FIT_PAIRS for text in pair]
-    pairs = [(question, text) for question, _ in FIT_PAIRS for text in texts]
+    texts, pairs = FIT_TEXTS, FIT_QUESTION_TEXT_PAIRS
     bert = model.bert  # type: ignore[attr-defined]
     with torch.no_grad():
         single = tokenizer(texts, padding=True, return_tensors="pt")

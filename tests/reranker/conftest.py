@@ -8,14 +8,13 @@ from __future__ import annotations
 import random
 
 from shared.contracts import Candidate, Chunk, SourceKind
-from shared.model_prep import FIT_PAIRS
+from shared.model_prep import FIT_TEXTS
 
 
 def passages(count: int, seed: int = 0) -> list[str]:
     """Deterministic passages of varied length (one to twelve sentences)."""
     rng = random.Random(seed)
-    sentences = [text for pair in FIT_PAIRS for text in pair]
-    return [" ".join(rng.choices(sentences, k=rng.randint(1, 12))) for _ in range(count)]
+    return [" ".join(rng.choices(FIT_TEXTS, k=rng.randint(1, 12))) for _ in range(count)]
 
 
 def candidates(texts: list[str]) -> list[Candidate]:

@@ -15,7 +15,7 @@ from services.reranker import provision
 from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE, CrossEncoder
 from services.reranker.provision import MIN_SPEARMAN, ProvisionReport
-from shared.model_prep import FIT_PAIRS
+from shared.model_prep import FIT_TEXTS
 from tests.reranker.conftest import passages
 
 QUESTION = "How does TCP guarantee delivery?"
@@ -149,8 +149,7 @@ def test_per_row_int8_logit_ignores_a_neighbour_with_far_larger_activations(stan
 
 def test_standin_scores_spread_across_the_threshold(standin_dir: Path) -> None:
     """The fitted head gives logits with real spread, so threshold tests exercise both sides."""
-    texts = [text for pair in FIT_PAIRS for text in pair]
-    logits = CrossEncoder(standin_dir, threads=1, precision="int8").score(QUESTION, texts)
+    logits = CrossEncoder(standin_dir, threads=1, precision="int8").score(QUESTION, FIT_TEXTS)
     assert logits.max() - logits.min() > 2.0
     assert (logits >= -5.0).any() and (logits < -5.0).any()
 

@@ -13,11 +13,11 @@ from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import CrossEncoder
 from services.reranker.selection import describe
 from services.reranker.service import Reranker
-from shared.model_prep import FIT_PAIRS
+from shared.model_prep import FIT_PAIRS, FIT_TEXTS
 from shared.settings import Settings
 from tests.reranker.conftest import candidates, passages
 
-SENTENCES = [text for pair in FIT_PAIRS for text in pair]
+SENTENCES = FIT_TEXTS
 QUESTIONS = [question for question, _ in FIT_PAIRS]
 
 
