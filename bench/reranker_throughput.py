@@ -58,8 +58,8 @@ def bench_pairs(count: int, seed: int = 0) -> list[tuple[str, str]]:
 
 
 def bench_questions(pairs: list[tuple[str, str]], seed: int = 0) -> list[list[tuple[str, str]]]:
-    """``pairs`` cut into questions of 20-64 candidates (the rerank stage sends 35 or 60), each with
-    one question text, as the rerank stage sends them."""
+    """``pairs`` cut into questions of 20-64 candidates (the rerank stage sends 35 or 60), each
+    under one question text."""
     rng = random.Random(seed)
     questions: list[list[tuple[str, str]]] = []
     start = 0
@@ -151,6 +151,17 @@ def per_question(score: Scorer) -> Callable[[list[list[tuple[str, str]]]], objec
     return lambda questions: [score(question) for question in questions]
 
 
+def question_pairs_per_second(
+    contenders: list[tuple[str, Callable[[list[list[tuple[str, str]]]], object]]],
+    questions: list[list[tuple[str, str]]],
+    rounds: int,
+) -> dict[str, float]:
+    """``pairs_per_second`` over whole questions, counted in pairs."""
+    rates = pairs_per_second(contenders, questions, rounds)
+    pairs_per_question = len(flat(questions)) / len(questions)
+    return {name: rate * pairs_per_question for name, rate in rates.items()}
+
+
 def print_rates(title: str, rates: dict[str, float], baseline: str) -> None:
     print(f"\n{title}")
     for name, rate in rates.items():
@@ -205,13 +216,8 @@ def main() -> None:
             (fp32_name, as_service(fp32_worker)),
             (f"{torch_name}, one call per question", per_question(torch_score)),
         ]
-        rates = pairs_per_second(service, questions, args.repeats)
-        per_pair = len(questions) / len(pairs)
-        print_rates(
-            f"questions: {len(questions)} of 20-64 candidates, {where}",
-            {name: rate / per_pair for name, rate in rates.items()},
-            service[-1][0],
-        )
+        rates = question_pairs_per_second(service, questions, args.repeats)
+        print_rates(f"questions: {len(questions)} of 20-64 candidates, {where}", rates, service[-1][0])
         one_call: list[tuple[str, Scorer]] = [
             (int8_name, lambda p: int8_worker.submit(p).result()),
             *[(f"int8 per-row, sorted runs of {n}", runs_of(per_row_dir, n)) for n in (1, 4, 16)],

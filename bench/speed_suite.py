@@ -47,6 +47,7 @@ from bench.reranker_throughput import (
     flat,
     pairs_per_second,
     per_question,
+    question_pairs_per_second,
     torch_baseline,
 )
 from bench.retrieval_quality import DEFAULT_CACHE, DEFAULT_DATASET, Dataset, load_dataset
@@ -110,10 +111,9 @@ def reranker_rows(settings: Settings, pairs: int, rounds: int) -> list[Row]:
         gap = np.abs(np.asarray(torch_score(scored[:16])) - batcher.submit(scored[:16]).result()).max()
         encoder = reranker.encoder
         worker = f"reranker worker ({encoder.precision}, runs of {encoder.pairs_per_run}, micro-batcher)"
-        rates = pairs_per_second(
+        rates = question_pairs_per_second(
             [(worker, as_service(batcher)), (TORCH, per_question(torch_score))], questions, rounds
         )
-    per_second = {name: rate * len(scored) / len(questions) for name, rate in rates.items()}
     note = (
         f"{len(questions)} questions of 20-64 pairs ({len(scored)} pairs), best of {rounds} interleaved "
         f"rounds, {threads} threads; same weights (largest logit gap on 16 pairs {gap:.3f}) {LABEL}"
@@ -121,9 +121,9 @@ def reranker_rows(settings: Settings, pairs: int, rounds: int) -> list[Row]:
     return [
         Row(
             f"{worker} vs {TORCH}",
-            f"{per_second[worker]:.1f} pairs/s",
-            f"{per_second[TORCH]:.1f} pairs/s",
-            f"{per_second[worker] / per_second[TORCH]:.2f}x",
+            f"{rates[worker]:.1f} pairs/s",
+            f"{rates[TORCH]:.1f} pairs/s",
+            f"{rates[worker] / rates[TORCH]:.2f}x",
             note,
         )
     ]
