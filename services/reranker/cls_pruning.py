@@ -8,7 +8,8 @@ layer's four weight matrices, for every token but one). Attention itself still s
 
 The pattern is found structurally (head ``Gather(axis=1, index 0)`` of a LayerNorm, then back
 through the residual Adds to the output projection); a graph that does not match is left as it is.
-Provisioning keeps the pruned graph only if its logits match the full one's (``verify`` there).
+Provisioning keeps the pruned graph only if its logits match the full one's
+(``services.reranker.provision.prune_last_layer``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 if TYPE_CHECKING:
-    from onnx import GraphProto, NodeProto
+    from onnx import GraphProto, NodeProto, TensorProto
 
 _PREFIX = "cls_prune"
 Pruning = Literal["pruned", "already pruned", "no match"]
@@ -59,8 +60,8 @@ def prune_to_cls(source: Path, target: Path) -> Pruning:
 def _last_layer(graph: GraphProto) -> tuple[NodeProto, NodeProto, str] | None:
     """(output projection MatMul, attention residual Add, the layer input it adds) or None."""
     producer = {output: node for node in graph.node for output in node.output}
-    constants = {i.name for i in graph.initializer}
-    head = next((n for n in graph.node if _is_cls_gather(n, producer, graph)), None)
+    constants = {i.name: i for i in graph.initializer}
+    head = next((n for n in graph.node if _is_cls_gather(n, producer, constants)), None)
     if head is None or _op(producer, head.input[0]) != "LayerNormalization":
         return None
     ffn_residual = producer.get(producer[head.input[0]].input[0])
@@ -89,7 +90,9 @@ def _op(producer: dict[str, NodeProto], name: str) -> str | None:
     return node.op_type if node is not None else None
 
 
-def _is_cls_gather(node: NodeProto, producer: dict[str, NodeProto], graph: GraphProto) -> bool:
+def _is_cls_gather(
+    node: NodeProto, producer: dict[str, NodeProto], constants: dict[str, TensorProto]
+) -> bool:
     """``Gather(x, 0, axis=1)``: the head taking token 0's vector."""
     from onnx import numpy_helper
 
@@ -99,9 +102,8 @@ def _is_cls_gather(node: NodeProto, producer: dict[str, NodeProto], graph: Graph
     source = producer.get(index)
     if source is not None and source.op_type == "Constant":
         value = numpy_helper.to_array(source.attribute[0].t)
+    elif index in constants:
+        value = numpy_helper.to_array(constants[index])
     else:
-        stored = next((i for i in graph.initializer if i.name == index), None)
-        if stored is None:
-            return False
-        value = numpy_helper.to_array(stored)
+        return False
     return value.size == 1 and int(value.reshape(-1)[0]) == 0
