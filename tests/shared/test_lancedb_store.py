@@ -1,8 +1,10 @@
-"""The embedded store stays correct across its periodic compactions."""
+"""The embedded store stays correct across its periodic compactions, which also delete old versions."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -105,3 +107,30 @@ def test_refresh_indexes_brings_every_written_row_into_the_full_text_index(tmp_p
     store.refresh_indexes()
     assert unindexed_rows(store) == 0
     assert [hit.chunk.id for hit in store.keyword_search("beta3", 5)] == ["doc3:1"]
+
+
+def chunk_data_files(root: Path) -> int:
+    return len(list((root / f"{lancedb_store.CHUNKS}.lance" / "data").glob("*")))
+
+
+@pytest.mark.parametrize("retention", [timedelta(milliseconds=1), timedelta(days=7)], ids=["1ms", "7days"])
+def test_compaction_deletes_only_the_files_of_versions_older_than_the_retention(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, retention: timedelta
+) -> None:
+    monkeypatch.setattr(lancedb_store, "KEEP_OLD_VERSIONS", retention)
+    store = LanceDBStore(tmp_path, DIMENSION)
+    for revision in range(3):
+        for number in range(10):
+            write(store, number, [f"rev{revision}x{number}"])
+    files_before = chunk_data_files(tmp_path)
+    time.sleep(0.01)
+    store.refresh_indexes()
+
+    if retention < timedelta(seconds=1):
+        assert chunk_data_files(tmp_path) == 1, "only the compacted file of the latest version"
+        assert len(store._chunks.list_versions()) <= 2, "the compaction and its index update"
+    else:
+        assert chunk_data_files(tmp_path) == files_before + 1, "old versions kept, plus the compacted one"
+    assert store.count_chunks() == 10
+    assert [hit.chunk.id for hit in store.keyword_search("rev2x7", 5)] == ["doc7:0"]
+    assert store.keyword_search("rev1x7", 5) == []
