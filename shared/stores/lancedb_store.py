@@ -27,10 +27,12 @@ CHUNKS = "chunks"
 DOCUMENTS = "documents"
 SEARCH_COLUMN = "search_text"
 COMPACT_EVERY_WRITES = 50
-# Every read checks out the latest version, so only a query already running reads an older one:
-# minutes are ample. LanceDB's default (7 days) keeps every write's files and every compaction's
-# full rewrite that long: 10k chunks re-indexed 5 times took 153 MB instead of 15 MB of vectors.
+# How long a version's files outlive the version that replaced it. Every read checks out the
+# latest version, so only a query already running reads an older one: minutes are ample. LanceDB's
+# default (files of versions created over 7 days ago) kept every write's files and every
+# compaction's full rewrite for a week: 10k chunks re-indexed 5 times took 153 MB, 16 MB now.
 KEEP_OLD_VERSIONS = timedelta(minutes=10)
+_NO_CLEANUP = timedelta(days=36500)
 CHUNK_COLUMNS = ["id", *CHUNK_FIELDS]
 
 
@@ -116,6 +118,23 @@ def row_chunk(row: dict[str, Any]) -> Chunk:
     return Chunk.model_validate(values)
 
 
+def cleanup_age(created: list[datetime], now: datetime, keep: timedelta) -> timedelta:
+    """The ``cleanup_older_than`` that deletes exactly the versions replaced more than ``keep`` ago.
+
+    LanceDB deletes by a version's creation time, but a version is read until the next one
+    replaces it: after an idle day the version current before a compaction is a day old, and
+    deleting it would pull its files from under a query still reading it. So the cut sits at the
+    newest version created before ``now - keep``: it was replaced later (or is current) and stays,
+    with a margin (``keep``, at most a minute) for the clock moving on; every version before it was
+    replaced before then and goes. Naive timestamps (LanceDB's) are local time.
+    """
+    cutoff = now - keep
+    older = [moment.astimezone() for moment in created if moment.astimezone() < cutoff]
+    if not older:
+        return keep
+    return now - max(older) + min(keep, timedelta(minutes=1))
+
+
 class LanceDBStore:
     """:class:`shared.interfaces.VectorStore` on an embedded LanceDB database."""
 
@@ -189,10 +208,12 @@ class LanceDBStore:
             self._compact()
 
     def _compact(self) -> None:
-        """Merge fragments, fold new rows into the indexes, delete the files of versions older than
-        ``KEEP_OLD_VERSIONS``; the caller holds the write lock."""
-        self._chunks.optimize(cleanup_older_than=KEEP_OLD_VERSIONS)
-        self._documents.optimize(cleanup_older_than=KEEP_OLD_VERSIONS)
+        """Merge fragments and fold new rows into the indexes, then delete the files of versions
+        replaced more than ``KEEP_OLD_VERSIONS`` ago; the caller holds the write lock."""
+        for table in (self._chunks, self._documents):
+            table.optimize(cleanup_older_than=_NO_CLEANUP)
+            created = [version["timestamp"] for version in table.list_versions()]
+            table.optimize(cleanup_older_than=cleanup_age(created, datetime.now(UTC), KEEP_OLD_VERSIONS))
 
     def manifest(self, root: str | None = None) -> dict[str, ManifestEntry]:
         query = self._documents.search().select(["document_id", "source_uri", "content_hash", "chunk_count"])

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import lancedb
 import numpy as np
 import pytest
 
 from shared.contracts import Chunk, Document, SourceKind
 from shared.stores import lancedb_store
-from shared.stores.lancedb_store import LanceDBStore
+from shared.stores.lancedb_store import LanceDBStore, cleanup_age
 
 DIMENSION = 8
 
@@ -113,24 +114,32 @@ def chunk_data_files(root: Path) -> int:
     return len(list((root / f"{lancedb_store.CHUNKS}.lance" / "data").glob("*")))
 
 
-@pytest.mark.parametrize("retention", [timedelta(milliseconds=1), timedelta(days=7)], ids=["1ms", "7days"])
-def test_compaction_deletes_only_the_files_of_versions_older_than_the_retention(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, retention: timedelta
+def test_cleanup_age_deletes_versions_replaced_long_ago_and_keeps_the_one_replaced_just_now() -> None:
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    created = [now - timedelta(hours=3), now - timedelta(hours=2), now - timedelta(hours=1)]
+    age = cleanup_age(created, now, timedelta(minutes=10))
+    deleted = [moment for moment in created if moment < now - age]
+    assert deleted == created[:2], "the hour-old version was current until now: a query may be reading it"
+    assert cleanup_age([now - timedelta(minutes=5)], now, timedelta(minutes=10)) == timedelta(minutes=10)
+
+
+def test_compaction_deletes_old_versions_but_not_the_one_a_running_query_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(lancedb_store, "KEEP_OLD_VERSIONS", retention)
+    monkeypatch.setattr(lancedb_store, "KEEP_OLD_VERSIONS", timedelta(seconds=0.5))
     store = LanceDBStore(tmp_path, DIMENSION)
     for revision in range(3):
         for number in range(10):
             write(store, number, [f"rev{revision}x{number}"])
+    time.sleep(1.0)  # every version is now older than the retention, as after an idle day
+    current = lancedb.connect(str(tmp_path)).open_table(lancedb_store.CHUNKS).version
     files_before = chunk_data_files(tmp_path)
-    time.sleep(0.01)
     store.refresh_indexes()
 
-    if retention < timedelta(seconds=1):
-        assert chunk_data_files(tmp_path) == 1, "only the compacted file of the latest version"
-        assert len(store._chunks.list_versions()) <= 2, "the compaction and its index update"
-    else:
-        assert chunk_data_files(tmp_path) == files_before + 1, "old versions kept, plus the compacted one"
+    assert chunk_data_files(tmp_path) < files_before, "versions replaced long ago lost their files"
+    reader = lancedb.connect(str(tmp_path)).open_table(lancedb_store.CHUNKS)
+    reader.checkout(current)  # a query that found this version current just before the compaction
+    assert sorted(reader.to_arrow().column("text").to_pylist()) == [f"rev2x{n}" for n in range(10)]
     assert store.count_chunks() == 10
     assert [hit.chunk.id for hit in store.keyword_search("rev2x7", 5)] == ["doc7:0"]
     assert store.keyword_search("rev1x7", 5) == []
