@@ -86,7 +86,9 @@ def pairs_per_second(encoder: CrossEncoder, pairs: list[tuple[str, str]], rounds
     return round(len(pairs) / best, 1)
 
 
-def fastest_verified(model_dir: Path, pairs: list[tuple[str, str]], int8_verified: bool) -> dict[str, float]:
+def fastest_verified(
+    model_dir: Path, pairs: list[tuple[str, str]], int8_verified: bool
+) -> dict[Precision, float]:
     """Throughput of each verified precision on this machine (fp32 is the reference, always verified).
 
     Whether int8 beats fp32 depends on the CPU: on AVX-512 machines fp32 GEMMs are fast enough that
@@ -151,7 +153,7 @@ def quantize_and_verify(model_dir: Path, name: str) -> ProvisionReport:
     else:
         detail = f"int8 refused: Spearman {figures} < {MIN_SPEARMAN} against fp32 on the check set"
     speeds = fastest_verified(model_dir, pairs, served is not None)
-    fastest: Precision = max(speeds, key=lambda p: speeds[p])  # type: ignore[assignment]
+    fastest = max(speeds, key=speeds.__getitem__)
     speed_text = ", ".join(f"{p} {v} pairs/s" for p, v in speeds.items())
     report = ProvisionReport(
         name=name,
