@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import redis
 from redis.backoff import ExponentialBackoff
@@ -60,6 +60,11 @@ def redis_client(url: str | None = None) -> redis.Redis:
     )
 
 
+# Stream replies as the clients here get them (``decode_responses=True``); redis-py types them loosely.
+StreamEntries = list[tuple[str, dict[str, str]]]
+StreamReply = list[tuple[str, StreamEntries]]
+
+
 def decode_entry(fields: dict[str, str]) -> Event:
     return Event.model_validate_json(fields[EVENT_FIELD])
 
@@ -98,9 +103,7 @@ class EventStream:
 
     def read(self, after: str = "0-0", block_ms: int | None = None) -> list[tuple[str, Event]]:
         """Events after the entry id ``after``; waits up to ``block_ms`` when there are none."""
-        reply: list[tuple[str, list[tuple[str, dict[str, str]]]]] = self.client.xread(  # type: ignore[assignment]
-            {events_key(self.stream_id): after}, block=block_ms
-        )
+        reply = cast(StreamReply, self.client.xread({events_key(self.stream_id): after}, block=block_ms))
         return [(entry_id, decode_entry(fields)) for _, entries in reply for entry_id, fields in entries]
 
     @contextmanager

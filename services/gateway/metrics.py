@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable
+from typing import cast
 
 import redis
 import redis.asyncio as aioredis
@@ -24,7 +25,7 @@ from prometheus_client.registry import Collector
 
 from shared.celery_app import QUEUES
 from shared.contracts import Event
-from shared.events import TERMINAL_STAGE, decode_entry, events_key
+from shared.events import TERMINAL_STAGE, StreamEntries, decode_entry, events_key
 from shared.logging import bind_question
 
 log = logging.getLogger(__name__)
@@ -149,9 +150,11 @@ class StreamMetrics:
                 await asyncio.wait_for(stopping.wait(), self.poll_s)
 
     async def sweep(self) -> None:
-        for member, accepted_at in await self.client.zrange(PENDING_KEY, 0, -1, withscores=True):
+        pending = cast(list[tuple[str, float]], await self.client.zrange(PENDING_KEY, 0, -1, withscores=True))
+        for member, accepted_at in pending:
             kind, _, stream_id = member.partition(":")
-            events = [decode_entry(fields) for _, fields in await self.client.xrange(events_key(stream_id))]
+            entries = cast(StreamEntries, await self.client.xrange(events_key(stream_id)))
+            events = [decode_entry(fields) for _, fields in entries]
             abandoned = not events and time.time() - accepted_at > self.forget_after_s
             if not (finished(kind, events) or abandoned):
                 continue

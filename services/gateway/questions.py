@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from typing import cast
 
 from fastapi import APIRouter, HTTPException, Request, status
 from sse_starlette.sse import EventSourceResponse
@@ -19,7 +20,7 @@ from services.gateway.workflow import start_question
 from shared.celery_app import QUESTION_QUEUES
 from shared.celery_app import app as celery_app
 from shared.contracts import Answer, QuestionState
-from shared.events import TERMINAL_STAGE, answer_key, decode_entry, events_key
+from shared.events import TERMINAL_STAGE, StreamEntries, answer_key, decode_entry, events_key
 from shared.logging import bind_question
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ async def question_status(question_id: str, client: RedisDep) -> QuestionStatus:
     if answer:
         return QuestionStatus(id=question_id, status="done", answer=answer)
     await require_known_stream(client, "q", question_id)
-    last = await client.xrevrange(events_key(question_id), count=1)
+    last = cast(StreamEntries, await client.xrevrange(events_key(question_id), count=1))
     event = decode_entry(last[0][1]) if last else None
     if event is not None and event.stage == TERMINAL_STAGE and event.status == "failed":
         return QuestionStatus(id=question_id, status="failed", error=event.detail)

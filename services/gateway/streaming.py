@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import cast
 
 import redis.asyncio as aioredis
 from fastapi import Request
 
-from shared.events import EVENT_FIELD, decode_entry, events_key
+from shared.events import EVENT_FIELD, StreamReply, decode_entry, events_key
 
 SSE_BLOCK_MS = 15_000
 
@@ -18,7 +19,7 @@ async def stream_events(
     """Every event of the stream in order, ending after the terminal stage's done or failed event."""
     after = request.headers.get("last-event-id", "0-0")
     while not await request.is_disconnected():
-        reply = await client.xread({events_key(stream_id): after}, block=SSE_BLOCK_MS)
+        reply = cast(StreamReply, await client.xread({events_key(stream_id): after}, block=SSE_BLOCK_MS))
         if not reply:
             yield {"comment": "keep-alive"}
             continue
