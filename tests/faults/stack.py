@@ -97,6 +97,12 @@ class FaultStack:
     def log(self, name: str) -> str:
         return (self.local.run_dir / f"{name}.log").read_text(errors="replace")
 
+    def log_tails(self, names: tuple[str, ...], lines: int = 25) -> str:
+        """The last lines of each worker's log, for a failure message."""
+        return "\n".join(
+            f"--- {name}.log\n" + "\n".join(self.log(name).splitlines()[-lines:]) for name in names
+        )
+
     def store(self) -> LanceDBStore:
         return LanceDBStore(self.settings.store_dir, EMBEDDER_DIMENSION)
 

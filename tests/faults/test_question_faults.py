@@ -141,7 +141,12 @@ def test_question_completes_when_its_reranker_and_then_its_mapper_are_killed_mid
     stack.kill(mapper)
     held_batch = held["args"][0]["batch_index"]
     map_at_kill = [e["data"]["batch"] for e in question_events(client, question_id) if is_mapped(e)]
-    answer = wait_for(lambda: answered(stack, question_id), 4 * VISIBILITY_TIMEOUT_S, "the answer", 0.5)
+    try:
+        answer = wait_for(lambda: answered(stack, question_id), 4 * VISIBILITY_TIMEOUT_S, "the answer", 0.5)
+    except AssertionError as exc:
+        so_far = [(e["stage"], e["status"]) for e in question_events(client, question_id)]
+        workers = stack.log_tails((*RERANKERS, *MAPPERS, "reducer"))
+        raise AssertionError(f"{exc}; events so far: {so_far}\n{workers}") from exc
 
     events = question_events(client, question_id)
     assert "done" not in rerank_at_kill, "the reranker was killed holding the unfinished task"
