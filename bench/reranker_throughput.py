@@ -171,7 +171,7 @@ def print_rates(title: str, rates: dict[str, float], baseline: str) -> None:
 
 
 def cpu_int8_flags() -> str:
-    """The CPU's integer dot-product extensions: int8 GEMMs run several times faster with VNNI or AMX."""
+    """The CPU's integer dot-product extensions: VNNI and AMX speed int8 GEMMs up over plain AVX2."""
     try:
         flags = next(
             line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")
@@ -211,7 +211,7 @@ def int8_gemm_ceiling(
     }
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
-    gops = {}
+    products: list[tuple[str, Callable[[list[None]], object]]] = []
     for name, (node, initializers, input_type) in nodes.items():
         graph = helper.make_graph(
             [node],
@@ -225,14 +225,9 @@ def int8_gemm_ceiling(
         )
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         feed = {"x": feeds[input_type]}
-        session.run(None, feed)
-        best = float("inf")
-        for _ in range(rounds):
-            start = time.thread_time()
-            session.run(None, feed)
-            best = min(best, time.thread_time() - start)
-        gops[name] = 2 * rows * inner * outer / best / 1e9
-    return gops
+        products.append((name, lambda _, session=session, feed=feed: session.run(None, feed)))
+    products_per_second = pairs_per_second(products, [None], rounds, clock=time.thread_time)
+    return {name: rate * 2 * rows * inner * outer / 1e9 for name, rate in products_per_second.items()}
 
 
 def main() -> None:
