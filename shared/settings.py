@@ -100,6 +100,12 @@ class Settings(BaseSettings):
     question_visibility_timeout_s: int = 300
     # Seconds between question workers' sweeps for messages whose visibility timeout has passed.
     question_restore_interval_s: int = 5
+    # A map stage with no progress for this long lost a message (a worker killed holding one it had
+    # not yet recorded as unacknowledged): the reduce worker sends the missing batches again. It must
+    # exceed the visibility timeout plus a map batch, or a batch waiting for redelivery is sent twice.
+    question_stall_s: int = 900
+    # Seconds between the reduce worker's sweeps for stalled map stages.
+    question_stall_check_s: float = 10.0
     # Seconds between the reranker's status heartbeats in Redis (read by /healthz).
     reranker_heartbeat_s: float = 15.0
 

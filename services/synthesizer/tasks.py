@@ -1,22 +1,38 @@
-"""Celery edge of the synthesizer: fan out ``synthesize.map`` as a chord into ``synthesize.reduce``."""
+"""Celery edge of the synthesizer: fan out ``synthesize.map`` as a chord into ``synthesize.reduce``,
+and, in the reduce worker, resume map stages that lost a message (``stalls``)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import asdict
 from typing import Any
 
-from celery import Task, chord
+import redis
+from celery import Task, bootsteps, chord, group
+from celery.result import AsyncResult
 
 from services.synthesizer.extractive import extract_facts
 from services.synthesizer.llm_map import llm_extract_facts
 from services.synthesizer.reduce import ReduceLimits, synthesize_answer
+from services.synthesizer.stalls import (
+    MapStage,
+    batch_task_id,
+    chord_id,
+    claim_stalled,
+    forget_stage,
+    plan_resume,
+    record_stage,
+    touch_stage,
+)
 from shared.backends import get_llm
 from shared.celery_app import app
 from shared.contracts import MapBatch, MapResult, QuestionState
-from shared.events import EventStream, fail_question, store_answer
+from shared.events import EventStream, fail_question, redis_client, store_answer
 from shared.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
 
 
 def map_batches(state: QuestionState, size: int) -> list[MapBatch]:
@@ -49,10 +65,24 @@ def fan_out(self: Task, payload: dict[str, Any]) -> dict[str, Any]:
     EventStream(state.question_id).emit(
         "map", "started", f"{len(batches)} batches of up to {get_settings().map_batch_size} passages"
     )
-    reduce_signature = reduce_answer.s(state.to_payload())
     if not batches:
         return reduce_answer(results=[], payload=state.to_payload())
-    raise self.replace(chord([map_batch.s(b.to_payload()) for b in batches], reduce_signature))
+    stage = MapStage(state=state, reduce_task_id=self.request.id, batches=len(batches))
+    record_stage(redis_client(), stage, get_settings().event_ttl_s)
+    maps = chord([map_signature(state.question_id, b) for b in batches], reduce_signature(stage))
+    # chord() unwraps its header into bare tasks and would draw a random group id; the header as a
+    # group with its own id fixes the chord's id, so a batch sent again joins this chord.
+    maps.tasks = group(maps.tasks, task_id=chord_id(state.question_id))
+    raise self.replace(maps)
+
+
+def map_signature(question_id: str, batch: MapBatch) -> Any:
+    """A map task under its fixed id, so a batch sent again counts once in the chord."""
+    return map_batch.s(batch.to_payload()).set(task_id=batch_task_id(question_id, batch.batch_index))
+
+
+def reduce_signature(stage: MapStage) -> Any:
+    return reduce_answer.s(stage.state.to_payload()).set(task_id=stage.reduce_task_id)
 
 
 @app.task(name="synthesize.map")
@@ -84,12 +114,14 @@ def map_batch(payload: dict[str, Any]) -> dict[str, Any]:
         },
         elapsed_ms=(time.perf_counter() - start) * 1000,
     )
+    touch_stage(redis_client(), batch.question_id)
     return result.to_payload()
 
 
 @app.task(name="synthesize.reduce")
 def reduce_answer(results: list[dict[str, Any]], payload: dict[str, Any]) -> dict[str, Any]:
     state = QuestionState.model_validate(payload)
+    touch_stage(redis_client(), state.question_id)
     try:
         with EventStream(state.question_id).stage("reduce") as stage:
             answer, report = synthesize_answer(
@@ -109,4 +141,48 @@ def reduce_answer(results: list[dict[str, Any]], payload: dict[str, Any]) -> dic
     except Exception as exc:
         fail_question(state.question_id, f"reduce failed: {type(exc).__name__}: {exc}")
         raise
+    finally:
+        forget_stage(redis_client(), state.question_id)
     return answer.to_payload()
+
+
+def resume_stalled_stages() -> None:
+    """Send again what each map stage without progress for ``question_stall_s`` is missing."""
+    try:
+        resume_each_stalled_stage(get_settings())
+    except (redis.RedisError, OSError) as exc:
+        log.warning("stalled map stages not swept (the next sweep retries): %s", exc)
+
+
+def resume_each_stalled_stage(settings: Settings) -> None:
+    for stage in claim_stalled(redis_client(), settings.question_stall_s, settings.question_stall_check_s):
+        question_id = stage.state.question_id
+        task_ids = [batch_task_id(question_id, index) for index in range(stage.batches)]
+        resume = plan_resume([AsyncResult(task_id, app=app).state for task_id in task_ids])
+        batches = {b.batch_index: b for b in map_batches(stage.state, settings.map_batch_size)}
+        for index in resume.batches:
+            map_signature(question_id, batches[index]).apply_async(
+                group_id=chord_id(question_id), group_index=index, chord=reduce_signature(stage)
+            )
+        if resume.reduce:
+            results = [AsyncResult(task_id, app=app).result for task_id in task_ids]
+            reduce_signature(stage).apply_async(args=[results])
+        sent = f"batches {resume.batches}" if resume.batches else "the reduce" if resume.reduce else "nothing"
+        EventStream(question_id).emit(
+            "resume", "done", f"no map progress for {settings.question_stall_s}s: sent {sent} again"
+        )
+        if not (resume.batches or resume.reduce):
+            forget_stage(redis_client(), question_id)
+
+
+class ResumeStalledStages(bootsteps.StartStopStep):
+    """In a worker that serves the reduce queue: sweep for stalled map stages every few seconds."""
+
+    requires = ("celery.worker.consumer.tasks:Tasks",)
+
+    def start(self, parent: Any) -> None:
+        if "reduce" in parent.app.amqp.queues.consume_from:
+            parent.timer.call_repeatedly(get_settings().question_stall_check_s, resume_stalled_stages)
+
+
+app.steps["consumer"].add(ResumeStalledStages)

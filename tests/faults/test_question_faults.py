@@ -36,6 +36,8 @@ pytestmark = pytest.mark.integration
 RERANKERS = ("reranker-a", "reranker-b")
 MAPPERS = ("mapper-a", "mapper-b")
 VISIBILITY_TIMEOUT_S = 20
+# Longer than a redelivery takes (the visibility timeout, then a map batch), so only a lost batch is resent.
+STALL_S = 40
 BURST = 50
 
 
@@ -66,6 +68,8 @@ def stack(
         "HINDSIGHT_ONNX_THREADS": "1",
         "HINDSIGHT_QUESTION_VISIBILITY_TIMEOUT_S": str(VISIBILITY_TIMEOUT_S),
         "HINDSIGHT_QUESTION_RESTORE_INTERVAL_S": "1",
+        "HINDSIGHT_QUESTION_STALL_S": str(STALL_S),
+        "HINDSIGHT_QUESTION_STALL_CHECK_S": "1",
         # Exhaustive questions send 30 passages to the reranker (seconds of scoring), precise ones 10.
         "HINDSIGHT_RERANK_INPUTS_EXHAUSTIVE": "30",
         "HINDSIGHT_RERANK_INPUTS_PRECISE": "10",
@@ -112,6 +116,21 @@ def holder_of(
     return None
 
 
+def broker_state(client: redis.Redis) -> str:
+    """What Redis holds of the chord joins and the queues, for a failure message: where a job stalled."""
+    lines = [f"queue {q}: {client.llen(q)} waiting" for q in ("rerank", "map", "reduce")]
+    lines.append(f"unacked (question workers): {client.hlen('unacked:question')}")
+    for key in sorted(client.scan_iter("celery-taskset-meta-*")):
+        kind = client.type(key).decode()
+        if kind == "string":
+            value = client.get(key) or b""
+            lines.append(f"{key.decode()} = {value[:80]!r}")
+        else:
+            size = {"zset": client.zcard, "set": client.scard, "list": client.llen}.get(kind)
+            lines.append(f"{key.decode()}: {kind} of {size(key) if size else '?'}")
+    return "\n".join(lines)
+
+
 def is_mapped(event: dict[str, Any]) -> bool:
     return event["stage"] == "map" and event["status"] == "progress"
 
@@ -142,18 +161,19 @@ def test_question_completes_when_its_reranker_and_then_its_mapper_are_killed_mid
     held_batch = held["args"][0]["batch_index"]
     map_at_kill = [e["data"]["batch"] for e in question_events(client, question_id) if is_mapped(e)]
     try:
-        answer = wait_for(lambda: answered(stack, question_id), 4 * VISIBILITY_TIMEOUT_S, "the answer", 0.5)
+        answer = wait_for(
+            lambda: answered(stack, question_id), VISIBILITY_TIMEOUT_S + STALL_S + 40, "the answer", 0.5
+        )
     except AssertionError as exc:
         so_far = [(e["stage"], e["status"]) for e in question_events(client, question_id)]
-        workers = stack.log_tails((*RERANKERS, *MAPPERS, "reducer"))
-        raise AssertionError(f"{exc}; events so far: {so_far}\n{workers}") from exc
+        workers = stack.log_tails(tuple(stack.specs))
+        raise AssertionError(f"{exc}; events so far: {so_far}\n{broker_state(client)}\n{workers}") from exc
 
     events = question_events(client, question_id)
     assert "done" not in rerank_at_kill, "the reranker was killed holding the unfinished task"
     rerank = [e["status"] for e in events if e["stage"] == "rerank"]
     assert rerank[-2:] == ["started", "done"] and rerank.count("done") == 1, "another reranker redid it once"
-    fan_out = next(e for e in events if e["stage"] == "map" and e["status"] == "started")
-    batches = int(re.match(r"(\d+) batches", fan_out["detail"]).group(1))
+    batches = fanned_out(client, question_id)
     mapped = [e["data"] for e in events if is_mapped(e)]
     assert held_batch not in map_at_kill, "the mapper was killed while mapping its batch"
     redone = [m for m in mapped if m["batch"] == held_batch]
@@ -164,6 +184,44 @@ def test_question_completes_when_its_reranker_and_then_its_mapper_are_killed_mid
     assert len(reduce) == 1 and reduce[0] > last_map, "the chord fired once, after every batch"
     assert answer["answer"]["citations"], answer["answer"]["markdown"]
     print(f"killed {reranker} mid-rerank and {mapper} mid-map (batch {held_batch} of {batches})")
+
+
+def test_a_map_batch_the_broker_lost_is_sent_again_and_the_question_completes(
+    stack: FaultStack, redis_url: str
+) -> None:
+    """kombu loses a message a worker had popped but not yet recorded as unacknowledged when that
+    worker is killed; nothing redelivers it. Here the test takes one map message off the queue."""
+    client = redis.Redis.from_url(redis_url)
+    for name in MAPPERS:
+        if stack.alive(name):
+            stack.kill(name)
+    question_id = stack.client.ask(
+        "Which timer makes TCP send a segment again?", QuestionOptions(strategy=Strategy.EXHAUSTIVE)
+    )
+    batches = wait_for(lambda: fanned_out(client, question_id), 60, "the map fan-out")
+    wait_for(lambda: client.llen("map") == batches, 10, f"{batches} map messages")
+    lost = json.loads(client.rpop("map"))["headers"]["id"]
+    for name in MAPPERS:
+        stack.restart(name)
+
+    answer = wait_for(lambda: answered(stack, question_id), STALL_S + 60, "the answer", 0.5)
+
+    events = question_events(client, question_id)
+    mapped = sorted(e["data"]["batch"] for e in events if is_mapped(e))
+    assert mapped == list(range(batches)), "every batch was mapped once, the lost one after it was resent"
+    lost_index = int(lost.rsplit(":", 1)[1])
+    resumes = [e["detail"] for e in events if e["stage"] == "resume"]
+    assert resumes == [f"no map progress for {STALL_S}s: sent batches [{lost_index}] again"], resumes
+    assert [e["status"] for e in events if e["stage"] == "reduce"] == ["started", "done"]
+    assert answer["answer"]["citations"], answer["answer"]["markdown"]
+
+
+def fanned_out(client: redis.Redis, question_id: str) -> int | None:
+    """The number of map batches, once the question's fan-out has announced them."""
+    for event in question_events(client, question_id):
+        if event["stage"] == "map" and event["status"] == "started":
+            return int(re.match(r"(\d+) batches", event["detail"]).group(1))
+    return None
 
 
 def test_fifty_questions_at_once_are_answered_or_refused_with_429_and_no_worker_dies(
