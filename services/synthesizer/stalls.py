@@ -33,7 +33,8 @@ class MapStage(Contract):
 
     state: QuestionState
     reduce_task_id: str
-    batches: int
+    # The size fan_out split by, so the batches are rebuilt as they were whatever the settings say now.
+    batch_size: int
 
 
 @dataclass(frozen=True)

@@ -61,13 +61,13 @@ def reduce_limits(settings: Settings) -> ReduceLimits:
 def fan_out(self: Task, payload: dict[str, Any]) -> dict[str, Any]:
     """Replace this task by a chord: one map task per batch, in parallel, then one reduce."""
     state = QuestionState.model_validate(payload)
-    batches = map_batches(state, get_settings().map_batch_size)
-    EventStream(state.question_id).emit(
-        "map", "started", f"{len(batches)} batches of up to {get_settings().map_batch_size} passages"
-    )
+    batch_size = get_settings().map_batch_size
+    batches = map_batches(state, batch_size)
+    announced = f"{len(batches)} batches of up to {batch_size} passages"
+    EventStream(state.question_id).emit("map", "started", announced)
     if not batches:
         return reduce_answer(results=[], payload=state.to_payload())
-    stage = MapStage(state=state, reduce_task_id=self.request.id, batches=len(batches))
+    stage = MapStage(state=state, reduce_task_id=self.request.id, batch_size=batch_size)
     record_stage(redis_client(), stage, get_settings().event_ttl_s)
     maps = chord([map_signature(state.question_id, b) for b in batches], reduce_signature(stage))
     # chord() unwraps its header into bare tasks and would draw a random group id; the header as a
@@ -157,9 +157,9 @@ def resume_stalled_stages() -> None:
 def resume_each_stalled_stage(settings: Settings) -> None:
     for stage in claim_stalled(redis_client(), settings.question_stall_s, settings.question_stall_check_s):
         question_id = stage.state.question_id
-        task_ids = [batch_task_id(question_id, index) for index in range(stage.batches)]
+        batches = map_batches(stage.state, stage.batch_size)
+        task_ids = [batch_task_id(question_id, b.batch_index) for b in batches]
         resume = plan_resume([AsyncResult(task_id, app=app).state for task_id in task_ids])
-        batches = {b.batch_index: b for b in map_batches(stage.state, settings.map_batch_size)}
         for index in resume.batches:
             map_signature(question_id, batches[index]).apply_async(
                 group_id=chord_id(question_id), group_index=index, chord=reduce_signature(stage)
@@ -167,12 +167,13 @@ def resume_each_stalled_stage(settings: Settings) -> None:
         if resume.reduce:
             results = [AsyncResult(task_id, app=app).result for task_id in task_ids]
             reduce_signature(stage).apply_async(args=[results])
-        sent = f"batches {resume.batches}" if resume.batches else "the reduce" if resume.reduce else "nothing"
+        if not (resume.batches or resume.reduce):
+            forget_stage(redis_client(), question_id)
+            continue
+        sent = f"batches {resume.batches}" if resume.batches else "the reduce"
         EventStream(question_id).emit(
             "resume", "done", f"no map progress for {settings.question_stall_s}s: sent {sent} again"
         )
-        if not (resume.batches or resume.reduce):
-            forget_stage(redis_client(), question_id)
 
 
 class ResumeStalledStages(bootsteps.StartStopStep):
@@ -180,9 +181,20 @@ class ResumeStalledStages(bootsteps.StartStopStep):
 
     requires = ("celery.worker.consumer.tasks:Tasks",)
 
+    def __init__(self, parent: Any, **kwargs: Any) -> None:
+        super().__init__(parent, **kwargs)
+        self.sweeps: Any = None
+
     def start(self, parent: Any) -> None:
         if "reduce" in parent.app.amqp.queues.consume_from:
-            parent.timer.call_repeatedly(get_settings().question_stall_check_s, resume_stalled_stages)
+            interval_s = get_settings().question_stall_check_s
+            self.sweeps = parent.timer.call_repeatedly(interval_s, resume_stalled_stages)
+
+    def stop(self, parent: Any) -> None:
+        """The consumer restarts after a lost connection and starts its steps again: one timer at a time."""
+        if self.sweeps is not None:
+            self.sweeps.cancel()
+            self.sweeps = None
 
 
 app.steps["consumer"].add(ResumeStalledStages)

@@ -33,7 +33,7 @@ def stage(question_id: str) -> MapStage:
     return MapStage(
         state=QuestionState(question_id=question_id, question="why?"),
         reduce_task_id=f"{question_id}:chain",
-        batches=3,
+        batch_size=10,
     )
 
 
