@@ -158,15 +158,15 @@ def resume_each_stalled_stage(settings: Settings) -> None:
     for stage in claim_stalled(redis_client(), settings.question_stall_s, settings.question_stall_check_s):
         question_id = stage.state.question_id
         batches = map_batches(stage.state, stage.batch_size)
-        task_ids = [batch_task_id(question_id, b.batch_index) for b in batches]
-        resume = plan_resume([AsyncResult(task_id, app=app).state for task_id in task_ids])
+        outcomes = [AsyncResult(batch_task_id(question_id, b.batch_index), app=app) for b in batches]
+        resume = plan_resume([outcome.state for outcome in outcomes])
         for index in resume.batches:
             map_signature(question_id, batches[index]).apply_async(
                 group_id=chord_id(question_id), group_index=index, chord=reduce_signature(stage)
             )
         if resume.reduce:
-            results = [AsyncResult(task_id, app=app).result for task_id in task_ids]
-            reduce_signature(stage).apply_async(args=[results])
+            # Every outcome read above was a success, which AsyncResult keeps: no second read.
+            reduce_signature(stage).apply_async(args=[[outcome.result for outcome in outcomes]])
         if not (resume.batches or resume.reduce):
             forget_stage(redis_client(), question_id)
             continue
