@@ -216,6 +216,36 @@ def test_a_map_batch_the_broker_lost_is_sent_again_and_the_question_completes(
     assert answer["answer"]["citations"], answer["answer"]["markdown"]
 
 
+def test_a_reduce_the_broker_lost_is_sent_again_with_the_mapped_results(
+    stack: FaultStack, redis_url: str
+) -> None:
+    """The chord's reduce is the lost message: every batch was mapped and nothing would reduce them."""
+    client = redis.Redis.from_url(redis_url)
+    for name in MAPPERS:
+        if not stack.alive(name):
+            stack.restart(name)
+    question_id = stack.client.ask("What does a TCP sender keep until it is acknowledged?")
+    batches = wait_for(lambda: fanned_out(client, question_id), 60, "the map fan-out")
+    stack.kill("reducer")
+    wait_for(lambda: mapped_batches(client, question_id) == batches, 30, f"{batches} batches mapped")
+    wait_for(lambda: client.llen("reduce") == 1, 10, "the chord's reduce message")
+    client.rpop("reduce")
+    stack.restart("reducer")
+
+    answer = wait_for(lambda: answered(stack, question_id), STALL_S + 60, "the answer", 0.5)
+
+    events = question_events(client, question_id)
+    resumes = [e["detail"] for e in events if e["stage"] == "resume"]
+    assert resumes == [f"no map progress for {STALL_S}s: sent the reduce again"], resumes
+    assert mapped_batches(client, question_id) == batches, "no batch was mapped again"
+    assert [e["status"] for e in events if e["stage"] == "reduce"] == ["started", "done"]
+    assert answer["answer"]["citations"], answer["answer"]["markdown"]
+
+
+def mapped_batches(client: redis.Redis, question_id: str) -> int:
+    return sum(1 for e in question_events(client, question_id) if is_mapped(e))
+
+
 def fanned_out(client: redis.Redis, question_id: str) -> int | None:
     """The number of map batches, once the question's fan-out has announced them."""
     for event in question_events(client, question_id):
