@@ -226,6 +226,7 @@ def test_a_reduce_the_broker_lost_is_sent_again_with_the_mapped_results(
             stack.restart(name)
     question_id = stack.client.ask("What does a TCP sender keep until it is acknowledged?")
     batches = wait_for(lambda: fanned_out(client, question_id), 60, "the map fan-out")
+    wait_for(lambda: fan_out_acknowledged(stack, client, question_id), 10, "the fan-out to be acknowledged")
     stack.kill("reducer")
     wait_for(lambda: mapped_batches(client, question_id) == batches, 30, f"{batches} batches mapped")
     wait_for(lambda: client.llen("reduce") == 1, 10, "the chord's reduce message")
@@ -240,6 +241,15 @@ def test_a_reduce_the_broker_lost_is_sent_again_with_the_mapped_results(
     assert mapped_batches(client, question_id) == batches, "no batch was mapped again"
     assert [e["status"] for e in events if e["stage"] == "reduce"] == ["started", "done"]
     assert answer["answer"]["citations"], answer["answer"]["markdown"]
+
+
+def fan_out_acknowledged(stack: FaultStack, client: redis.Redis, question_id: str) -> bool:
+    """The reducer replaced the fan-out by the chord and acknowledged its message: killing the reducer
+    now cannot bring the fan-out back (it would publish the batches a second time)."""
+    task_id = f"{question_id}:chain"
+    replaced = f"synthesize.fan_out[{task_id}] ignored" in stack.log("reducer")
+    unacked = [json.loads(entry)[0]["headers"]["id"] for entry in client.hvals("unacked:question")]
+    return replaced and task_id not in unacked
 
 
 def mapped_batches(client: redis.Redis, question_id: str) -> int:
