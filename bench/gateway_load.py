@@ -17,8 +17,8 @@ import redis
 
 from cli.client import GatewayClient
 from cli.keys import client_key
-from shared.celery_app import QUEUES
 from shared.settings import get_settings
+from shared.topology import QUEUES
 
 QUESTIONS = (
     "How does cross-encoder reranking score passages?",

@@ -21,6 +21,7 @@ import redis
 
 from shared.cpu import available_cores
 from shared.settings import Settings
+from shared.topology import WORKERS, Worker
 
 
 @dataclass(frozen=True)
@@ -30,36 +31,39 @@ class ProcessSpec:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def celery_worker(
-    name: str, module: str, queues: str, concurrency: int = 1, pool: str = "prefork"
-) -> ProcessSpec:
+def celery_worker(worker: Worker, concurrency: int = 1, name: str | None = None) -> ProcessSpec:
+    """``worker`` of the topology as a local process, under its own name or ``name``."""
+    name = name or worker.name
+    queues = ",".join(worker.queues)
     return ProcessSpec(
         name,
         [
-            sys.executable, "-m", "celery", "-A", module, "worker",
-            "-Q", queues, "-n", f"{name}@%h", "--concurrency", str(concurrency), "--pool", pool,
+            sys.executable, "-m", "celery", "-A", worker.module, "worker",
+            "-Q", queues, "-n", f"{name}@%h", "--concurrency", str(concurrency), "--pool", worker.pool,
             "--loglevel", "INFO", "--without-gossip", "--without-mingle",
         ],
     )  # fmt: skip
 
 
-def mapper_spec(concurrency: int) -> ProcessSpec:
+# How many tasks each worker runs at once on one machine (1 unless said here): the reranker's threads
+# share its micro-batcher; two mappers map two batches of a question side by side.
+LOCAL_CONCURRENCY = {"reranker": 4, "mapper": 2}
+
+
+def local_worker(worker: Worker) -> ProcessSpec:
     """Map workers split the cores between them: llama.cpp slows tenfold when threads oversubscribe."""
-    spec = celery_worker("mapper", "services.synthesizer.tasks", "map", concurrency=concurrency)
+    concurrency = LOCAL_CONCURRENCY.get(worker.name, 1)
+    spec = celery_worker(worker, concurrency)
+    if worker.name != "mapper":
+        return spec
     threads = os.environ.get("HINDSIGHT_LLM_THREADS") or str(max(1, available_cores() // concurrency))
     return ProcessSpec(spec.name, spec.argv, {"HINDSIGHT_LLM_THREADS": threads})
 
 
 def worker_specs() -> list[ProcessSpec]:
-    return [
-        celery_worker("indexer", "services.indexer.tasks", "index"),
-        celery_worker("retriever", "services.retriever.tasks", "retrieve"),
-        # Threads share one warm ONNX session whose micro-batcher merges concurrent questions' pairs.
-        celery_worker("reranker", "services.reranker.tasks", "rerank", concurrency=4, pool="threads"),
-        mapper_spec(concurrency=2),
-        celery_worker("reducer", "services.synthesizer.tasks", "reduce"),
-        ProcessSpec("watcher", [sys.executable, "-m", "services.indexer.watcher"]),
-    ]
+    """The topology's always-on workers, and the watcher that re-indexes watched folders."""
+    workers = [local_worker(w) for w in WORKERS if w.always_on]
+    return [*workers, ProcessSpec("watcher", [sys.executable, "-m", "services.indexer.watcher"])]
 
 
 def gateway_spec() -> ProcessSpec:

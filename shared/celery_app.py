@@ -1,7 +1,7 @@
 """The one Celery application every service shares.
 
-Services never import each other: they send task signatures by name (``"rerank.score"``), and the
-routing table below decides the queue from the name. Each worker starts with
+Services never import each other: they send task signatures by name (``shared.topology``), and the
+topology's routing table decides the queue from the name. Each worker starts with
 ``celery -A services.<name>.tasks worker -Q <queue>`` and so imports only its own tasks.
 """
 
@@ -16,22 +16,7 @@ from kombu import Queue
 from shared.logging import install_celery_hooks
 from shared.reconnect import RequeueAfterReconnect, install_closed_connection_guard
 from shared.settings import Settings, get_settings
-
-QUEUES = ("scrape", "index", "retrieve", "rerank", "map", "reduce")
-
-TASK_ROUTES = {
-    "scrape.*": {"queue": "scrape"},
-    "index.*": {"queue": "index"},
-    "retrieve.*": {"queue": "retrieve"},
-    "rerank.*": {"queue": "rerank"},
-    "synthesize.map": {"queue": "map"},
-    "synthesize.*": {"queue": "reduce"},
-}
-
-# The stages a user waits on. Their workers take one message at a time (a second worker picks up
-# the next instead of it waiting behind the first, and the queue depth the gateway's backpressure
-# reads is the real backlog) and get their message back from a dead worker within minutes, not hours.
-QUESTION_QUEUES = ("retrieve", "rerank", "map", "reduce")
+from shared.topology import QUESTION_CHAIN, QUESTION_QUEUES, QUEUES, TASK_QUEUES, task_routes
 
 
 def create_app() -> Celery:
@@ -43,8 +28,8 @@ def create_app() -> Celery:
         accept_content=["json"],
         result_accept_content=["json"],
         task_queues=[Queue(name) for name in QUEUES],
-        task_default_queue="retrieve",
-        task_routes=TASK_ROUTES,
+        task_default_queue=TASK_QUEUES[QUESTION_CHAIN[0]],
+        task_routes=task_routes(),
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         task_track_started=True,
@@ -98,7 +83,11 @@ def worker_queues(options: Any) -> set[str]:
 
 @celeryd_init.connect
 def _configure_question_workers(conf: Any = None, options: Any = None, **_: Any) -> None:
-    """A worker serving only question queues prefetches one message and redelivers within minutes."""
+    """A worker serving only question queues prefetches one message and redelivers within minutes.
+
+    One message at a time: a second worker picks up the next instead of it waiting behind the first,
+    and the queue depth the gateway's backpressure reads is the real backlog.
+    """
     queues = worker_queues(options)
     if queues and queues <= set(QUESTION_QUEUES) and conf is not None:
         conf.worker_prefetch_multiplier = 1

@@ -1,4 +1,4 @@
-"""Helpers for the Celery edge of the question path."""
+"""Helpers for the Celery edges: sending a task by its topology name, and the question stages' wrapper."""
 
 from __future__ import annotations
 
@@ -6,8 +6,15 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from shared.contracts import QuestionState
+from shared.celery_app import app
+from shared.contracts import IndexRequest, QuestionState
 from shared.events import fail_question
+from shared.topology import INDEX_SCAN
+
+
+def enqueue_index(request: IndexRequest) -> None:
+    """Queue an ``index.scan`` of the request's folder (the gateway, the watcher, a finished scrape)."""
+    app.signature(INDEX_SCAN, args=[request.to_payload()]).apply_async()
 
 
 def question_stage(

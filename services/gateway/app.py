@@ -27,11 +27,11 @@ from services.gateway.limits import BodySizeLimit
 from services.gateway.metrics import Metrics, StreamMetrics, running
 from services.gateway.schemas import Health
 from services.gateway.streaming import SSE_BLOCK_MS
-from shared.celery_app import QUEUES
 from shared.celery_app import app as celery_app
 from shared.contracts import RerankerStatus
 from shared.events import RERANKER_STATUS_PREFIX
 from shared.settings import Settings, get_settings
+from shared.topology import QUEUES, REQUIRED_QUEUES
 
 STATIC_DIR = Path(__file__).parent / "static"
 PROTECTED_ROUTERS: list[APIRouter] = [
@@ -93,7 +93,7 @@ def open_router() -> APIRouter:
         except (OSError, aioredis.RedisError):
             redis_ok = False
         queues = await asyncio.to_thread(live_workers_per_queue) if redis_ok else {}
-        ok = redis_ok and all(queues.get(q, 0) for q in QUEUES if q != "scrape")
+        ok = redis_ok and all(queues.get(q, 0) for q in REQUIRED_QUEUES)
         rerankers = await reranker_statuses(client) if redis_ok else []
         return Health(redis=redis_ok, queues=queues, rerankers=rerankers, status="ok" if ok else "degraded")
 
@@ -110,11 +110,11 @@ async def reranker_statuses(client: aioredis.Redis) -> list[RerankerStatus]:
 def live_workers_per_queue(timeout_s: float = 1.0) -> dict[str, int]:
     """How many live workers consume each queue, from a broadcast ping of the workers; none while the
     broker cannot be reached (a restarting Redis), so that /healthz says degraded instead of failing."""
+    counts = {queue.value: 0 for queue in QUEUES}
     try:
         replies = celery_app.control.inspect(timeout=timeout_s).active_queues() or {}
     except (OSError, RedisError, OperationalError):
-        return dict.fromkeys(QUEUES, 0)
-    counts = dict.fromkeys(QUEUES, 0)
+        return counts
     for queues in replies.values():
         for queue in queues:
             counts[queue["name"]] = counts.get(queue["name"], 0) + 1

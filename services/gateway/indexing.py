@@ -10,15 +10,15 @@ from fastapi import APIRouter, HTTPException, Request, status
 from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.deps import RedisDep, SettingsDep
-from services.gateway.limits import INDEX_QUEUES, enforce_backpressure
+from services.gateway.limits import enforce_backpressure
 from services.gateway.metrics import require_known_stream, track
 from services.gateway.schemas import IndexAccepted, IndexStart, IndexStatus
 from services.gateway.streaming import stream_events
-from services.gateway.workflow import start_index
-from shared.celery_app import app as celery_app
 from shared.contracts import IndexRequest, ScanReport
 from shared.events import index_report_key
 from shared.index_jobs import PathOutsideRootsError, confine_to_roots, read_progress
+from shared.tasking import enqueue_index
+from shared.topology import INDEX_QUEUES
 
 router = APIRouter(prefix="/v1/index", tags=["index"])
 
@@ -35,7 +35,7 @@ async def index(body: IndexStart, request: Request, client: RedisDep, settings: 
     await enforce_backpressure(request, client, INDEX_QUEUES, settings)
     job_id = uuid.uuid4().hex
     await track(client, "i", job_id)
-    await asyncio.to_thread(start_index, celery_app, IndexRequest(job_id=job_id, root=str(root)))
+    await asyncio.to_thread(enqueue_index, IndexRequest(job_id=job_id, root=str(root)))
     return IndexAccepted(
         job_id=job_id, status_url=f"/v1/index/{job_id}", events_url=f"/v1/index/{job_id}/events"
     )

@@ -17,10 +17,8 @@ from fastapi import HTTPException, Request, status
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.gateway.metrics import record_rejection
-from shared.celery_app import QUEUES
 from shared.settings import Settings
-
-INDEX_QUEUES = ("index",)
+from shared.topology import QUEUES, Queue
 
 
 def too_many(request: Request, reason: str, detail: str, retry_after_s: int) -> HTTPException:
@@ -55,7 +53,7 @@ async def queue_depths(client: aioredis.Redis) -> dict[str, int]:
 
 
 async def enforce_backpressure(
-    request: Request, client: aioredis.Redis, queues: tuple[str, ...], settings: Settings
+    request: Request, client: aioredis.Redis, queues: tuple[Queue, ...], settings: Settings
 ) -> None:
     depths = await queue_depths(client)
     waiting = sum(depths[q] for q in queues)

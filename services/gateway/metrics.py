@@ -23,10 +23,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from shared.celery_app import QUEUES
 from shared.contracts import Event
 from shared.events import TERMINAL_STAGE, StreamEntries, decode_entry, events_key
 from shared.logging import bind_question
+from shared.topology import QUEUES
 
 log = logging.getLogger(__name__)
 

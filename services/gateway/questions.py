@@ -17,11 +17,11 @@ from services.gateway.metrics import require_known_stream, track
 from services.gateway.schemas import Evidence, QuestionAccepted, QuestionRequest, QuestionStatus
 from services.gateway.streaming import stream_events
 from services.gateway.workflow import start_question
-from shared.celery_app import QUESTION_QUEUES
 from shared.celery_app import app as celery_app
 from shared.contracts import Answer, QuestionState
 from shared.events import TERMINAL_STAGE, StreamEntries, answer_key, decode_entry, events_key
 from shared.logging import bind_question
+from shared.topology import QUESTION_QUEUES
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1/questions", tags=["questions"])

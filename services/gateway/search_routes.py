@@ -15,12 +15,13 @@ from fastapi import APIRouter, HTTPException, status
 from shared.celery_app import app as celery_app
 from shared.contracts import SearchRequest, SearchResponse
 from shared.settings import get_settings
+from shared.topology import RETRIEVE_QUERY
 
 router = APIRouter(tags=["search"])
 
 
 def run_query(request: SearchRequest, timeout_s: float) -> dict[str, Any]:
-    result = celery_app.signature("retrieve.query", args=[request.to_payload()]).apply_async()
+    result = celery_app.signature(RETRIEVE_QUERY, args=[request.to_payload()]).apply_async()
     try:
         return result.get(timeout=timeout_s)
     finally:

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 from celery import Celery, chain
 
-from shared.contracts import IndexRequest, QuestionState
-
-QUESTION_STAGES = ("retrieve.plan", "retrieve.search", "rerank.score", "synthesize.fan_out")
+from shared.contracts import QuestionState
+from shared.topology import QUESTION_CHAIN
 
 
 def start_question(app: Celery, state: QuestionState) -> None:
-    """plan -> search -> rerank -> map chord -> reduce; each stage passes the state to the next."""
-    first, *rest = QUESTION_STAGES
+    """The question chain of ``shared.topology``; each stage passes its result to the next."""
+    first, *rest = QUESTION_CHAIN
     signatures = [app.signature(first, args=[state.to_payload()])]
     signatures += [app.signature(name) for name in rest]
     chain(*signatures).apply_async(task_id=f"{state.question_id}:chain")
-
-
-def start_index(app: Celery, request: IndexRequest) -> None:
-    app.signature("index.scan", args=[request.to_payload()]).apply_async()

@@ -35,9 +35,10 @@ from shared.contracts import IndexBatch, IndexFileResult, IndexRequest, ScanRepo
 from shared.events import EventStream, index_report_key, store_result
 from shared.index_jobs import ProgressTracker
 from shared.settings import Settings, get_settings
+from shared.topology import INDEX_BATCH, INDEX_REPORT, INDEX_SCAN
 
 
-@app.task(name="index.scan")
+@app.task(name=INDEX_SCAN)
 def scan(payload: dict[str, Any]) -> dict[str, Any]:
     request = IndexRequest.model_validate(payload)
     events = EventStream(request.job_id)
@@ -62,7 +63,7 @@ def scan(payload: dict[str, Any]) -> dict[str, Any]:
     return report.to_payload()
 
 
-@app.task(name="index.batch", bind=True)
+@app.task(name=INDEX_BATCH, bind=True)
 def index_files(self: Task, payload: dict[str, Any]) -> list[dict[str, Any]]:
     batch = IndexBatch.model_validate(payload)
     settings = get_settings()
@@ -118,7 +119,7 @@ def report_file(job_id: str, result: IndexFileResult, progress: ProgressTracker)
     )
 
 
-@app.task(name="index.report")
+@app.task(name=INDEX_REPORT)
 def index_report(
     batches: list[list[dict[str, Any]]], payload: dict[str, Any], started: float
 ) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import watchfiles
 
 from shared.contracts import IndexRequest
 from shared.settings import get_settings
+from shared.tasking import enqueue_index
 
 log = logging.getLogger(__name__)
 
@@ -115,10 +116,8 @@ class RootWatcher:
 
 def submit_scan(root: Path) -> str:
     """Queue an ``index.scan`` of ``root``; returns the job id."""
-    from services.indexer.tasks import scan
-
     job_id = uuid.uuid4().hex
-    scan.delay(IndexRequest(job_id=job_id, root=str(root)).to_payload())
+    enqueue_index(IndexRequest(job_id=job_id, root=str(root)))
     log.info("changes under %s: index job %s", root, job_id)
     return job_id
 

@@ -20,6 +20,7 @@ from shared.contracts import QuestionState
 from shared.events import EventStream, redis_client
 from shared.settings import get_settings
 from shared.tasking import question_stage
+from shared.topology import RERANK_SCORE
 
 
 @lru_cache(maxsize=1)
@@ -56,4 +57,4 @@ def rerank_question(state: QuestionState) -> QuestionState:
     return state
 
 
-app.task(name="rerank.score")(rerank_question)
+app.task(name=RERANK_SCORE)(rerank_question)

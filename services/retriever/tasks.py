@@ -17,6 +17,7 @@ from shared.contracts import QuestionState, SearchRequest, Strategy
 from shared.events import EventStream
 from shared.settings import get_settings
 from shared.tasking import question_stage
+from shared.topology import RETRIEVE_PLAN, RETRIEVE_QUERY, RETRIEVE_SEARCH
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def plan_question(state: QuestionState) -> QuestionState:
 @question_stage
 def search_question(state: QuestionState) -> QuestionState:
     if state.plan is None:
-        raise ValueError("retrieve.search needs the plan from retrieve.plan")
+        raise ValueError(f"{RETRIEVE_SEARCH} needs the plan from {RETRIEVE_PLAN}")
     config = RetrievalConfig.from_settings(
         get_settings(), state.plan.strategy, state.options.hyde_mode, state.options.k_adjacent or None
     )
@@ -78,6 +79,6 @@ def query(payload: dict[str, Any]) -> dict[str, Any]:
     return run_search(request, retriever(), base, settings.exact_max_keywords).to_payload()
 
 
-app.task(name="retrieve.plan")(plan_question)
-app.task(name="retrieve.search")(search_question)
-app.task(name="retrieve.query")(query)
+app.task(name=RETRIEVE_PLAN)(plan_question)
+app.task(name=RETRIEVE_SEARCH)(search_question)
+app.task(name=RETRIEVE_QUERY)(query)

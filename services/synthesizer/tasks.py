@@ -31,6 +31,7 @@ from shared.celery_app import app
 from shared.contracts import MapBatch, MapResult, QuestionState
 from shared.events import EventStream, fail_question, redis_client, store_answer
 from shared.settings import Settings, get_settings
+from shared.topology import SYNTHESIZE_FAN_OUT, SYNTHESIZE_MAP, SYNTHESIZE_REDUCE, Queue
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def reduce_limits(settings: Settings) -> ReduceLimits:
     )
 
 
-@app.task(name="synthesize.fan_out", bind=True)
+@app.task(name=SYNTHESIZE_FAN_OUT, bind=True)
 def fan_out(self: Task, payload: dict[str, Any]) -> dict[str, Any]:
     """Replace this task by a chord: one map task per batch, in parallel, then one reduce."""
     state = QuestionState.model_validate(payload)
@@ -85,7 +86,7 @@ def reduce_signature(stage: MapStage) -> Any:
     return reduce_answer.s(stage.state.to_payload()).set(task_id=stage.reduce_task_id)
 
 
-@app.task(name="synthesize.map")
+@app.task(name=SYNTHESIZE_MAP)
 def map_batch(payload: dict[str, Any]) -> dict[str, Any]:
     batch = MapBatch.model_validate(payload)
     settings = get_settings()
@@ -118,7 +119,7 @@ def map_batch(payload: dict[str, Any]) -> dict[str, Any]:
     return result.to_payload()
 
 
-@app.task(name="synthesize.reduce")
+@app.task(name=SYNTHESIZE_REDUCE)
 def reduce_answer(results: list[dict[str, Any]], payload: dict[str, Any]) -> dict[str, Any]:
     state = QuestionState.model_validate(payload)
     touch_stage(redis_client(), state.question_id)
@@ -186,7 +187,7 @@ class ResumeStalledStages(bootsteps.StartStopStep):
         self.sweeps: Any = None
 
     def start(self, parent: Any) -> None:
-        if "reduce" in parent.app.amqp.queues.consume_from:
+        if Queue.REDUCE in parent.app.amqp.queues.consume_from:
             interval_s = get_settings().question_stall_check_s
             self.sweeps = parent.timer.call_repeatedly(interval_s, resume_stalled_stages)
 

@@ -19,6 +19,7 @@ import yaml
 from cli.local_stack import celery_worker
 from shared.contracts import IndexProgress
 from shared.index_jobs import read_progress
+from shared.topology import worker
 from tests.conftest import REPO, free_port, start_redis_server, stop_redis_server, wait_for
 from tests.faults.files import bad_writers, write_bad_files, write_notes
 from tests.faults.stack import FaultStack, assert_store_holds_exactly, index_report
@@ -79,7 +80,7 @@ def stack(
     }
     stack = FaultStack(broker.url, tmp_path_factory.mktemp("data"), env)
     try:
-        stack.start(*(celery_worker(name, "services.indexer.tasks", "index") for name in INDEXERS))
+        stack.start(*(celery_worker(worker("indexer"), name=name) for name in INDEXERS))
         stack.start_gateway()
         stack.wait_until_served({"index": len(INDEXERS)})
         yield stack

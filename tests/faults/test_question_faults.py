@@ -28,6 +28,7 @@ from celery import Celery
 from cli.local_stack import ProcessSpec, celery_worker
 from shared.contracts import QuestionOptions, Strategy
 from shared.events import events_key
+from shared.topology import worker
 from tests.conftest import wait_for
 from tests.faults.stack import FaultStack, index_report
 
@@ -47,14 +48,14 @@ def worker_specs(standin_dir: Path) -> list[ProcessSpec]:
         "HINDSIGHT_RERANKER_PRECISION": "fp32",
     }
     mapper_env = {"HINDSIGHT_LLM": "custom", "HINDSIGHT_LLM_FACTORY": "tests.faults.slow_llm:slow_mapper"}
-    rerankers = [celery_worker(name, "services.reranker.tasks", "rerank", 2, "threads") for name in RERANKERS]
-    mappers = [celery_worker(name, "services.synthesizer.tasks", "map", 2) for name in MAPPERS]
+    rerankers = [celery_worker(worker("reranker"), 2, name) for name in RERANKERS]
+    mappers = [celery_worker(worker("mapper"), 2, name) for name in MAPPERS]
     return [
-        celery_worker("indexer", "services.indexer.tasks", "index"),
-        celery_worker("retriever", "services.retriever.tasks", "retrieve"),
+        celery_worker(worker("indexer")),
+        celery_worker(worker("retriever")),
         *(ProcessSpec(s.name, s.argv, reranker_env) for s in rerankers),
         *(ProcessSpec(s.name, s.argv, mapper_env) for s in mappers),
-        celery_worker("reducer", "services.synthesizer.tasks", "reduce"),
+        celery_worker(worker("reducer")),
     ]
 
 
