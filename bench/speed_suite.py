@@ -51,8 +51,10 @@ from bench.reranker_throughput import (
     torch_baseline,
 )
 from bench.retrieval_quality import DEFAULT_CACHE, DEFAULT_DATASET, Dataset, load_dataset
+from provisioning.onnx_export import packaged_minilm_dir
+from provisioning.reranker import ProvisionReport
+from provisioning.standin import build_standin
 from services.reranker.cross_encoder import PROVENANCE_FILE
-from services.reranker.provision import ProvisionReport, build_standin
 from services.reranker.service import Reranker
 from services.retriever.exact import ExactSearcher, find_rg
 from services.retriever.keywords import StoreIdf
@@ -61,10 +63,9 @@ from services.retriever.search import RetrievalConfig, Retriever
 from shared.contracts import Strategy
 from shared.cpu import available_cores
 from shared.embedding import OnnxEmbedder
-from shared.model_prep import packaged_minilm_dir
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
-from tests.conftest import free_port
+from testing.processes import free_port
 
 SECTIONS = ("reranker", "embedder", "questions", "index")
 WARM_UP_QUERIES = 3

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from shared.contracts import Answer, Chunk
 from shared.llms import bundled_gguf_path
-from tests.conftest import running_redis
-from tests.synthesizer.cluster import SynthesizerCluster, synthesizer_workers
-from tests.synthesizer.corpus import all_chunks, question_state
+from testing.processes import running_redis
+from testing.sample_candidates import all_chunks, question_state
+from testing.synthesizer_cluster import SynthesizerCluster, synthesizer_workers
 
 QUESTIONS = [
     "How long does the train from Zurich to Milan take?",

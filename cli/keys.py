@@ -1,7 +1,7 @@
 """``hindsight keys create|list|revoke``, and the local CLI's own key.
 
 Keys are written straight to the key file in the data folder (hashed; see
-``services.gateway.keys``): managing keys needs access to the machine's data, not to the gateway,
+``shared.api_keys``): managing keys needs access to the machine's data, not to the gateway,
 so a lost key can always be revoked even when no valid key is left.
 """
 
@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from services.gateway.keys import KeyFile
+from shared.api_keys import KeyFile
 from shared.settings import Settings, get_settings
 
 app = typer.Typer(help="Create, list and revoke the API keys the gateway accepts.", no_args_is_help=True)

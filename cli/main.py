@@ -205,16 +205,16 @@ def models_prepare(
     force: Annotated[bool, typer.Option(help="Rebuild even if the files exist.")] = False,
 ) -> None:
     """Export and quantise the embedder; quantise (or build a stand-in) cross-encoder."""
-    from services.reranker import provision
-    from shared.model_prep import prepare_embedder
+    from provisioning import reranker, standin
+    from provisioning.embedder import prepare_embedder
 
     settings = get_settings()
     figures = prepare_embedder(settings.embedder_dir, force=force)
     console.print(f"embedder ready at {settings.embedder_dir}: int8 vs fp32 cosine {figures}")
     if standin_reranker:
-        result = provision.build_standin(settings.reranker_dir)
+        result = standin.build_standin(settings.reranker_dir)
     else:
-        result = provision.prepare(settings.reranker_dir)
+        result = reranker.prepare(settings.reranker_dir)
     if result is None:
         console.print(
             f"no cross-encoder at {settings.reranker_dir}: run `hindsight models pull` "
@@ -227,13 +227,13 @@ def models_prepare(
 @models_app.command("pull")
 def models_pull() -> None:
     """Download the trained cross-encoder (needs a network) and quantise it."""
-    from services.reranker import provision
+    from provisioning import reranker
 
     settings = get_settings()
     try:
-        console.print(provision.pull(settings.reranker_dir))
+        console.print(reranker.pull(settings.reranker_dir))
     except OSError as exc:
-        console.print(f"[red]could not download {provision.HUB_REPO}[/red]: {exc}")
+        console.print(f"[red]could not download {reranker.HUB_REPO}[/red]: {exc}")
         raise typer.Exit(1) from exc
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import redis.asyncio as aioredis
 from fastapi import Depends, Request
 
-from services.gateway.keys import KeyFile
+from shared.api_keys import KeyFile
 from shared.settings import Settings
 
 

@@ -33,6 +33,10 @@ class IndexStart(BaseModel):
     root: str = Field(min_length=1)
 
 
+class WatchStart(BaseModel):
+    root: str = Field(min_length=1)
+
+
 class IndexAccepted(BaseModel):
     job_id: str
     status_url: str

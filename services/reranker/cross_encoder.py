@@ -8,13 +8,13 @@ A pair's logit must be a function of that pair alone: the batcher mixes differen
 questions and the threshold decides what survives. How many pairs may share a run therefore
 depends on the model (``PAIRS_PER_RUN``; tests/reranker prove each bit for bit):
 
-* fp32, per-row int8 (one activation scale per token, ``shared.row_int8``) and weight-only int8
+* fp32, per-row int8 (one activation scale per token, ``provisioning.row_int8``) and weight-only int8
   (``MatMulNBits``, activations quantised per row and block) have no scale shared across rows: any
   grouping gives the same logits. Runs of 4 were the fastest measured (per-row int8 per CPU-second:
   runs of 1, 4, 8, 16 = 107, 109, 100, 81 pairs/s; runs of 64 were 1.5-4x slower, lost to padding
   and cache misses).
 * ORT's dynamic int8 picks ONE activation scale per run, so a pair's logit moved by up to 2.6 with
-  its run neighbours: provisioning never installs it (services/reranker/provision.py).
+  its run neighbours: provisioning never installs it (``provisioning.reranker``).
 
 The cores go to runs side by side, not to one run: a run of 4 short pairs is too small for ORT to
 split across threads without most of the time going to synchronisation, while independent runs on

@@ -7,8 +7,8 @@ import time
 
 from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import CrossEncoder
+from services.reranker.cutoff import describe, pass_through, select_candidates
 from services.reranker.health import worker_name
-from services.reranker.selection import describe, pass_through, select_candidates
 from shared.contracts import Candidate, RerankerStatus, RerankOutcome
 from shared.embedding import ModelMissingError
 from shared.settings import Settings

@@ -12,8 +12,8 @@ from typing import Any
 
 from celery.signals import worker_ready
 
+from services.reranker.cutoff import describe
 from services.reranker.health import start_heartbeat
-from services.reranker.selection import describe
 from services.reranker.service import Reranker
 from shared.celery_app import app
 from shared.contracts import QuestionState

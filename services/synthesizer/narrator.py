@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from services.synthesizer.llm_schemas import NarratorReply
 from services.synthesizer.prompts import narrator_messages
-from services.synthesizer.replies import NarratorReply
 from services.synthesizer.text_support import strip_source_markers
 from shared.contracts import Fact
 from shared.interfaces import LLM

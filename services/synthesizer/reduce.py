@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from services.synthesizer.citations import cite
+from services.synthesizer.fact_selection import best_per_source, compress, relevance_gate
 from services.synthesizer.narrator import Claim, narrate_extractively, narrate_with_llm, render
-from services.synthesizer.selection import best_per_source, compress, relevance_gate
 from services.synthesizer.verify import CheckedClaim, Verifier
 from shared.contracts import (
     Answer,

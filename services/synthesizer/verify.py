@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from services.synthesizer.llm_schemas import Judgement, Rewrite
 from services.synthesizer.narrator import Claim, clean_sentence
 from services.synthesizer.prompts import judge_messages, rewrite_messages
-from services.synthesizer.replies import Judgement, Rewrite
 from services.synthesizer.text_support import support
 from shared.contracts import Candidate, Fact
 from shared.interfaces import LLM, LLMError

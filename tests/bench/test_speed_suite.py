@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.model_prep import CALIBRATION_TEXTS
+from provisioning.calibration import CALIBRATION_TEXTS
 from tests.conftest import REPO, require_embedder
 
 SIZES = ("40", "90")

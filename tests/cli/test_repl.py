@@ -14,7 +14,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.conftest import REPO, free_port, models_dir
+from testing.processes import free_port
+from tests.conftest import REPO, models_dir
 
 pytestmark = pytest.mark.integration
 

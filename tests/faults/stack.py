@@ -20,7 +20,8 @@ from cli.local_stack import LocalStack, ProcessSpec, gateway_spec, process_alive
 from shared.contracts import ScanReport
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
-from tests.conftest import REPO, free_port, require_embedder, wait_for
+from testing.processes import free_port, wait_for
+from tests.conftest import REPO, require_embedder
 
 EMBEDDER_DIMENSION = 384
 

@@ -29,7 +29,7 @@ from cli.local_stack import ProcessSpec, celery_worker
 from shared.contracts import QuestionOptions, Strategy
 from shared.events import events_key
 from shared.topology import worker
-from tests.conftest import wait_for
+from testing.processes import wait_for
 from tests.faults.stack import FaultStack, index_report
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import free_port, models_dir, wait_for
+from testing.processes import free_port, wait_for
+from tests.conftest import models_dir
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS_DIR = models_dir()

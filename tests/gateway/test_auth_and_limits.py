@@ -10,9 +10,10 @@ import time
 import httpx
 import redis
 
-from services.gateway.keys import KeyFile
+from shared.api_keys import KeyFile
 from shared.events import EventStream
-from tests.gateway.conftest import REPO, Gateway, free_port, hindsight_env, start_gateway, wait_for
+from testing.processes import free_port, wait_for
+from tests.gateway.conftest import REPO, Gateway, hindsight_env, start_gateway
 
 QUESTION = {"question": "what did I learn about reranking?"}
 

@@ -20,7 +20,8 @@ import httpx
 import pytest
 
 from shared.contracts import Event
-from tests.gateway.conftest import REPO, free_port, hindsight_env
+from testing.processes import free_port
+from tests.gateway.conftest import REPO, hindsight_env
 
 pytestmark = pytest.mark.integration
 ARTIFACTS = REPO / "test-artifacts"

@@ -9,16 +9,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
-from tests.conftest import free_port, require_embedder
+from testing.processes import free_port
+from tests.conftest import require_embedder
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -50,22 +49,6 @@ def settings(tmp_path: Path, docs: Path) -> Settings:
 @pytest.fixture
 def store(settings: Settings, embedder: OnnxEmbedder) -> LanceDBStore:
     return LanceDBStore(settings.store_dir, embedder.dimension)
-
-
-@pytest.fixture
-def redis_env(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[redis.Redis]:
-    """Point this process's settings (and cached Redis clients) at the private Redis."""
-    from shared.events import redis_client
-    from shared.settings import get_settings
-
-    monkeypatch.setenv("HINDSIGHT_REDIS_URL", redis_url)
-    get_settings.cache_clear()
-    redis_client.cache_clear()
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    client.flushdb()
-    yield client
-    get_settings.cache_clear()
-    redis_client.cache_clear()
 
 
 def start_index_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:

@@ -22,10 +22,10 @@ from shared.contracts import Event, IndexRequest, ScanReport
 from shared.events import EVENT_FIELD, events_key, index_report_key
 from shared.index_jobs import read_progress
 from shared.stores.lancedb_store import LanceDBStore
-from tests.conftest import wait_for
+from testing.processes import wait_for
 from tests.indexer.conftest import start_index_worker, stop, worker_env
 from tests.indexer.documents import write_pdf
-from tests.indexer.ollama_standin import OllamaStandIn
+from tests.shared.ollama_standin import OllamaStandIn
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from shared.contracts import IndexRequest, ScanReport
 from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
-from tests.conftest import wait_for
+from testing.processes import wait_for
 
 
 def test_roots_touched_picks_the_most_specific_watched_root(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ from cli.keys import client_key, ensure_local_key
 from cli.local_stack import LocalStack, wait_until
 from shared.contracts import Answer
 from shared.settings import Settings
-from tests.conftest import REPO, free_port, require_embedder
+from testing.processes import free_port
+from tests.conftest import REPO, require_embedder
 
 CORPUS = REPO / "tests" / "fixtures" / "corpus"
 PLANTED_FILE = "Project Nightingale (nightingale-kickoff).md"

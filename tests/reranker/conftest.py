@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import random
 
+from provisioning.calibration import FIT_TEXTS
 from shared.contracts import Candidate, Chunk, SourceKind
-from shared.model_prep import FIT_TEXTS
 
 
 def passages(count: int, seed: int = 0) -> list[str]:

@@ -11,11 +11,11 @@ import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
-from services.reranker import provision
+from provisioning import reranker as provision
+from provisioning.calibration import FIT_TEXTS
+from provisioning.reranker import MIN_SPEARMAN, ProvisionReport
 from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import MODEL_FILES, TOKENIZER_FILE, CrossEncoder
-from services.reranker.provision import MIN_SPEARMAN, ProvisionReport
-from shared.model_prep import FIT_TEXTS
 from tests.reranker.conftest import passages
 
 QUESTION = "How does TCP guarantee delivery?"

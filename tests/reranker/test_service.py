@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from provisioning.calibration import FIT_PAIRS, FIT_TEXTS
 from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import CrossEncoder
-from services.reranker.selection import describe
+from services.reranker.cutoff import describe
 from services.reranker.service import Reranker
-from shared.model_prep import FIT_PAIRS, FIT_TEXTS
 from shared.settings import Settings
 from tests.reranker.conftest import candidates, passages
 

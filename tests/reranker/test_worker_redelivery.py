@@ -20,7 +20,7 @@ import redis
 from shared.contracts import QuestionState
 from shared.events import RERANKER_STATUS_PREFIX as STATUS_KEY_PREFIX
 from shared.events import events_key
-from tests.conftest import wait_for
+from testing.processes import wait_for
 from tests.reranker.conftest import candidates, passages
 
 pytestmark = pytest.mark.integration

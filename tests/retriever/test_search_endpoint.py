@@ -17,7 +17,7 @@ from redis import Redis
 from cli.local_stack import redis_server_binary
 from shared.contracts import QuestionState
 from shared.events import decode_entry, events_key
-from tests.conftest import free_port, wait_for
+from testing.processes import free_port, wait_for
 
 from .conftest import index_corpus, models_dir
 

@@ -6,8 +6,9 @@ import json
 
 import numpy as np
 
+from provisioning.calibration import CALIBRATION_TEXTS
+from provisioning.embedder import MIN_EMBEDDER_COSINE
 from shared.embedding import OnnxEmbedder
-from shared.model_prep import CALIBRATION_TEXTS, MIN_EMBEDDER_COSINE
 from tests.conftest import require_embedder
 
 LONG_NEIGHBOUR = " ".join(CALIBRATION_TEXTS * 4)

@@ -6,17 +6,17 @@ from collections.abc import Callable
 from typing import Any
 
 from services.synthesizer.extractive import best_sentence_fact
+from services.synthesizer.fact_selection import compress, relevance_gate
 from services.synthesizer.llm_map import llm_extract_facts
 from services.synthesizer.prompts import map_messages
 from services.synthesizer.quotes import locate_quote
 from services.synthesizer.reduce import NO_ANSWER, ReduceLimits, synthesize_answer
-from services.synthesizer.selection import compress, relevance_gate
 from services.synthesizer.tasks import map_batches
 from services.synthesizer.text_support import content_words
 from shared.contracts import Candidate, Chunk, Fact, MapResult, SourceKind
 from shared.interfaces import ChatMessage
 from shared.llms import ChatBackend
-from tests.synthesizer.corpus import all_chunks, question_state
+from testing.sample_candidates import all_chunks, question_state
 from tests.synthesizer.scripted_llm import ObedientLLM, ScriptedLLM
 
 Reply = str | Callable[[list[ChatMessage]], str]

@@ -15,8 +15,8 @@ import pytest
 
 from shared.contracts import Answer, Chunk
 from shared.llms import bundled_gguf_path
-from tests.synthesizer.cluster import SynthesizerCluster, synthesizer_workers
-from tests.synthesizer.corpus import all_chunks, question_state
+from testing.sample_candidates import all_chunks, question_state
+from testing.synthesizer_cluster import SynthesizerCluster, synthesizer_workers
 
 pytestmark = pytest.mark.integration
 

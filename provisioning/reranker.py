@@ -1,7 +1,7 @@
-"""Provision the cross-encoder: pull the real model, or build a stand-in, then quantise and verify.
+"""Provision the cross-encoder: pull the real model (or take a stand-in), then prune, quantise and verify.
 
 ``hindsight models pull`` fetches ``Xenova/ms-marco-MiniLM-L-6-v2`` where a network exists. Offline
-(tests, CI) ``build_standin`` makes a model of the same architecture from the packaged MiniLM
+(tests, CI) ``provisioning.standin`` makes a model of the same architecture from the packaged MiniLM
 weights with a fitted head: its speed is the real model's, its scores are not.
 Either way the fp32 graph's last layer is first pruned to the one token the head reads
 (``cls_pruning``; kept only if the logits stay the same), then ``model_int8.onnx`` is installed only
@@ -11,12 +11,12 @@ which verified precision ran faster on this machine (what ``HINDSIGHT_RERANKER_P
 serves). Two int8 schemes are tried, fastest first (bench/reranker_throughput.py measures both); both
 give a pair the same logit whichever pairs share its run:
 
-1. per-row int8 (``shared.row_int8``): integer GEMMs with one activation scale per token, smoothed
+1. per-row int8 (``provisioning.row_int8``): integer GEMMs with one activation scale per token, smoothed
    on fixed calibration pairs (disjoint from the check set); Spearman 0.993-0.997 on the stand-in,
    depending on the machine.
    ORT's dynamic int8 (one scale per tensor and run) is not tried: it made a pair's logit move by
    up to 2.6 with its run neighbours and ranked the stand-in at 0.98;
-2. weight-only int8 of the fused graph (``shared.onnx_runtime.quantize_int8_weight_only``):
+2. weight-only int8 of the fused graph (``provisioning.weight_only_int8``):
    close to fp32 (0.9997 on the stand-in) but slower than ONNX fp32 on an AVX-512 CPU.
 """
 
@@ -30,7 +30,10 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from services.reranker.cls_pruning import prune_to_cls
+from provisioning.calibration import CALIBRATION_TEXTS, FIT_QUESTION_TEXT_PAIRS, encoder_feeds
+from provisioning.cls_pruning import prune_to_cls
+from provisioning.row_int8 import quantize_int8_per_row
+from provisioning.weight_only_int8 import quantize_int8_weight_only
 from services.reranker.cross_encoder import (
     INT8_SCHEMES,
     MAX_PAIR_TOKENS,
@@ -42,24 +45,10 @@ from services.reranker.cross_encoder import (
     Int8Scheme,
     Precision,
 )
-from shared.model_prep import (
-    CALIBRATION_TEXTS,
-    FIT_PAIRS,
-    FIT_TEXTS,
-    encoder_feeds,
-    export_encoder_onnx,
-    packaged_minilm_dir,
-)
-from shared.onnx_runtime import quantize_int8_weight_only
-from shared.row_int8 import quantize_int8_per_row
 
 HUB_REPO = "Xenova/ms-marco-MiniLM-L-6-v2"
 CONFIG_FILE = "config.json"
 MIN_SPEARMAN = 0.99
-STANDIN_NAME = "stand-in cross-encoder (MiniLM-L6 weights, fitted head; speed is real, scores are not)"
-# Every fit question against every fit text: what the stand-in's head is fitted on and per-row
-# int8's smoothing is measured on.
-FIT_QUESTION_TEXT_PAIRS = [(question, text) for question, _ in FIT_PAIRS for text in FIT_TEXTS]
 
 
 class ProvisionReport(BaseModel):
@@ -189,54 +178,6 @@ def prune_last_layer(model_dir: Path, pairs: list[tuple[str, str]]) -> bool:
         return True
     original.replace(fp32)
     return False
-
-
-def fitted_head(model: object) -> tuple[np.ndarray, float]:
-    """Least-squares head on the pooled features of fixed pairs toward the bi-encoder cosine.
-
-    The target maps cosine [0, 1] to ms-marco-like logits [-10, 10], so the stand-in's scores
-    have a real spread (an untrained head spreads them by ~0.01) and straddle the -5 threshold.
-    """
-    import torch
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(packaged_minilm_dir()))
-    texts, pairs = FIT_TEXTS, FIT_QUESTION_TEXT_PAIRS
-    bert = model.bert  # type: ignore[attr-defined]
-    with torch.no_grad():
-        single = tokenizer(texts, padding=True, return_tensors="pt")
-        hidden = bert(**single).last_hidden_state
-        weights = single["attention_mask"].unsqueeze(-1).float()
-        sentence = torch.nn.functional.normalize((hidden * weights).sum(1) / weights.sum(1), dim=-1)
-        index = {text: i for i, text in enumerate(texts)}
-        cosine = np.array([float(sentence[index[q]] @ sentence[index[p]]) for q, p in pairs])
-        joint = tokenizer([q for q, _ in pairs], [p for _, p in pairs], padding=True, return_tensors="pt")
-        pooled = bert(**joint).pooler_output.numpy().astype(np.float64)
-    features = np.hstack([pooled, np.ones((len(pairs), 1))])
-    target = 20.0 * cosine - 10.0
-    solution = np.linalg.solve(features.T @ features + np.eye(features.shape[1]), features.T @ target)
-    return solution[:-1], float(solution[-1])
-
-
-def build_standin(model_dir: Path) -> ProvisionReport:
-    """A same-architecture cross-encoder from the packaged MiniLM weights (scores are not ms-marco's)."""
-    import torch
-    from transformers import AutoModelForSequenceClassification
-
-    source = packaged_minilm_dir()
-    # Eager attention exports the classic softmax pattern that ORT fuses into one Attention op.
-    model = AutoModelForSequenceClassification.from_pretrained(
-        str(source), num_labels=1, attn_implementation="eager"
-    ).eval()
-    weight, bias = fitted_head(model)
-    with torch.no_grad():
-        model.classifier.weight.copy_(torch.tensor(weight, dtype=torch.float32)[None])
-        model.classifier.bias.fill_(bias)
-    model_dir.mkdir(parents=True, exist_ok=True)
-    export_encoder_onnx(model, model_dir / MODEL_FILES["fp32"])
-    for file in (TOKENIZER_FILE, CONFIG_FILE):
-        shutil.copy(source / file, model_dir / file)
-    return quantize_and_verify(model_dir, STANDIN_NAME)
 
 
 def pull(model_dir: Path) -> ProvisionReport:

@@ -17,7 +17,6 @@ from services.gateway.metrics import require_known_stream, track
 from services.gateway.schemas import Evidence, QuestionAccepted, QuestionRequest, QuestionStatus
 from services.gateway.streaming import stream_events
 from services.gateway.workflow import start_question
-from shared.celery_app import app as celery_app
 from shared.contracts import Answer, QuestionState
 from shared.events import TERMINAL_STAGE, StreamEntries, answer_key, decode_entry, events_key
 from shared.logging import bind_question
@@ -45,7 +44,7 @@ async def ask(
     with bind_question(question_id):
         log.info("question accepted", extra={"caller": request.state.caller, "chars": len(question)})
         await track(client, "q", question_id)
-        await asyncio.to_thread(start_question, celery_app, state)
+        await asyncio.to_thread(start_question, state)
     return QuestionAccepted(
         id=question_id,
         status_url=f"/v1/questions/{question_id}",

@@ -3,8 +3,8 @@ them fit the narrator's token budget."""
 
 from __future__ import annotations
 
+from services.synthesizer.llm_schemas import Rewrite
 from services.synthesizer.prompts import summary_messages
-from services.synthesizer.replies import Rewrite
 from services.synthesizer.text_support import estimate_tokens
 from shared.contracts import Fact
 from shared.interfaces import LLM, LLMError

@@ -1,4 +1,4 @@
-"""A real Redis and real Celery synthesizer workers, started as subprocesses (used by tests and the bench)."""
+"""Real Celery synthesizer workers on a real Redis, started as subprocesses (used by tests and the bench)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from celery import Celery
 
 from shared.contracts import Answer, Event, QuestionState
 from shared.events import EventStream, answer_key, load_result
+from shared.topology import SYNTHESIZE_FAN_OUT, TASK_QUEUES, worker
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class SynthesizerCluster:
@@ -28,7 +29,8 @@ class SynthesizerCluster:
         self.redis = redis.Redis.from_url(url, decode_responses=True)
 
     def ask(self, state: QuestionState) -> None:
-        self.app.send_task("synthesize.fan_out", args=[state.to_payload()], queue="reduce")
+        queue = TASK_QUEUES[SYNTHESIZE_FAN_OUT]
+        self.app.send_task(SYNTHESIZE_FAN_OUT, args=[state.to_payload()], queue=queue)
 
     def answer(self, question_id: str, timeout_s: float) -> Answer:
         deadline = time.monotonic() + timeout_s
@@ -79,19 +81,20 @@ def synthesizer_workers(
         "HINDSIGHT_LLM_THREADS": "1",
         **settings,
     }
-    roles = [(f"mapper{i}", "map") for i in range(mappers)] + [("reducer", "reduce")]
+    mapper, reducer = worker("mapper"), worker("reducer")
+    roles = [(f"mapper{i}", mapper) for i in range(mappers)] + [("reducer", reducer)]
     data_dir.mkdir(parents=True, exist_ok=True)
     log = (data_dir / "workers.log").open("ab")
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "services.synthesizer.tasks", "worker", "-Q", queue,
+            [sys.executable, "-m", "celery", "-A", role.module, "worker", "-Q", ",".join(role.queues),
              "-n", f"{name}-{os.getpid()}@%h", "--pool", "solo", "--loglevel", "WARNING"],
             env=env,
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        for name, queue in roles
+        for name, role in roles
     ]  # fmt: skip
     app = celery_app_for(redis_url)
     try:

@@ -8,9 +8,9 @@ import numpy as np
 import onnx
 import pytest
 
-from services.reranker.cls_pruning import prune_to_cls
+from provisioning.cls_pruning import prune_to_cls
+from provisioning.onnx_export import export_encoder_onnx, packaged_minilm_dir
 from services.reranker.cross_encoder import MAX_PAIR_TOKENS, TOKENIZER_FILE
-from shared.model_prep import export_encoder_onnx, packaged_minilm_dir
 from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer
 from tests.reranker.conftest import passages
 

@@ -1,11 +1,12 @@
-"""A job's progress in Redis counts each file once, however often its batch is delivered."""
+"""An index job's progress in Redis: files done, rate and ETA, each file counted once however often its
+batch is delivered."""
 
 from __future__ import annotations
 
 import redis
 
 from shared.contracts import IndexFileResult
-from shared.index_jobs import ProgressTracker
+from shared.index_jobs import ProgressTracker, read_progress
 
 
 def test_a_file_recorded_again_by_a_redelivered_batch_is_counted_once(redis_env: redis.Redis) -> None:
@@ -23,3 +24,17 @@ def test_a_file_recorded_again_by_a_redelivered_batch_is_counted_once(redis_env:
     progress = tracker.record(IndexFileResult(path="/docs/c.md", status="indexed", chunks=2))
     assert (progress.done, progress.chunks, progress.current) == (3, 6, "/docs/c.md")
     assert tracker.start(1).done == 0 and tracker.record(batch[0]).done == 1, "a new start counts afresh"
+
+
+def test_progress_reports_files_done_rate_and_eta(redis_env: redis.Redis) -> None:
+    """What ``GET /v1/index/{job}`` returns while a job runs."""
+    assert read_progress("job-1", redis_env) is None
+    tracker = ProgressTracker("job-1", redis_env)
+    tracker.start(total=4)
+    tracker.record(IndexFileResult(path="/d/a.md", status="indexed", chunks=3))
+    tracker.record(IndexFileResult(path="/d/b.pdf", status="failed", reason="corrupt PDF"))
+    progress = read_progress("job-1", redis_env)
+    assert progress is not None
+    assert (progress.total, progress.done, progress.failed, progress.chunks) == (4, 2, 1, 3)
+    assert progress.current == "/d/b.pdf"
+    assert progress.rate_files_per_s > 0 and progress.eta_s is not None and progress.eta_s >= 0

@@ -1,8 +1,8 @@
-"""Routes for watched roots; the gateway mounts this router.
+"""``/v1/watch``: the folders the indexer's watcher process keeps in sync.
 
-``POST /v1/watch`` registers a folder that the indexer's watcher process keeps in sync,
-``GET /v1/watch`` lists them and ``DELETE /v1/watch`` stops watching one. Folders
-from requests are confined to the configured roots, like every path the API accepts.
+``POST /v1/watch`` registers a folder, ``GET /v1/watch`` lists them and ``DELETE /v1/watch`` stops
+watching one. Folders from requests are confined to the configured roots, like every path the API
+accepts.
 """
 
 from __future__ import annotations
@@ -12,26 +12,22 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, status
-from pydantic import BaseModel, Field
 
+from services.gateway.deps import SettingsDep
+from services.gateway.schemas import WatchStart
 from shared.contracts import WatchedRoot
 from shared.events import redis_client
 from shared.index_jobs import PathOutsideRootsError, WatchRegistry, confine_to_roots
-from shared.settings import Settings, get_settings
+from shared.settings import Settings
 
 router = APIRouter(prefix="/v1", tags=["indexing"])
 
 
-class WatchStart(BaseModel):
-    root: str = Field(min_length=1)
-
-
-def watch_registry() -> WatchRegistry:
-    return WatchRegistry(redis_client(get_settings().redis_url))
+def watch_registry(settings: SettingsDep) -> WatchRegistry:
+    return WatchRegistry(redis_client(settings.redis_url))
 
 
 RegistryDep = Annotated[WatchRegistry, Depends(watch_registry)]
-SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
 def confined_folder(raw: str, settings: Settings) -> Path:

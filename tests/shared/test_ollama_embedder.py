@@ -1,6 +1,6 @@
 """The Ollama embedder against a local HTTP stand-in of Ollama's ``/api/embed`` endpoint.
 
-The Ollama server cannot run on this machine, so ``OllamaStandIn`` (tests/indexer/ollama_standin.py)
+The Ollama server cannot run on this machine, so ``OllamaStandIn`` (tests/shared/ollama_standin.py)
 plays it over real HTTP; the embedder uses the real ``ollama`` client and ``httpx`` underneath.
 """
 
@@ -20,7 +20,7 @@ from shared.ollama_embedder import (
     packaged_tokenizer_path,
 )
 from shared.settings import Settings
-from tests.indexer.ollama_standin import OllamaStandIn, standin_vector
+from tests.shared.ollama_standin import OllamaStandIn, standin_vector
 
 
 def embedder_for(standin: OllamaStandIn, timeout_s: float = 5.0, **kwargs: object) -> OllamaEmbedder:

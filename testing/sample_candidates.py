@@ -13,7 +13,7 @@ from pathlib import Path
 
 from shared.contracts import Candidate, Chunk, QuestionState, SourceKind
 
-SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 NOT_PROSE = ("#", "---", "Sources:")
 PARAGRAPH = re.compile(r"\S(?:.|\n(?!\s*\n))*")
 

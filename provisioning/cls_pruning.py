@@ -9,7 +9,7 @@ layer's four weight matrices, for every token but one). Attention itself still s
 The pattern is found structurally (head ``Gather(axis=1, index 0)`` of a LayerNorm, then back
 through the residual Adds to the output projection); a graph that does not match is left as it is.
 Provisioning keeps the pruned graph only if its logits match the full one's
-(``services.reranker.provision.prune_last_layer``).
+(``provisioning.reranker.prune_last_layer``).
 """
 
 from __future__ import annotations

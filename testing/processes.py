@@ -1,0 +1,79 @@
+"""Real local processes for tests and benchmarks: a free loopback port, a private ``redis-server``,
+and polling until something is up.
+
+Nothing here uses the Redis on 6379: each caller starts its own ``redis-server`` on a free port.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import httpx
+import redis
+
+REDIS_DATABASES = 256
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
+
+
+def start_redis_server(
+    workdir: Path, port: int, persistence: tuple[str, ...] = NO_PERSISTENCE
+) -> subprocess.Popen[bytes]:
+    """``redis-server`` on ``port`` with its files in ``workdir``; returns once it answers PING."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("redis-server not found: apt-get install redis-server")
+    process = subprocess.Popen(
+        [binary, "--bind", "127.0.0.1", "--port", str(port), *persistence,
+         "--databases", str(REDIS_DATABASES), "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    wait_for(lambda: redis.Redis(port=port).ping(), 10, "redis-server")
+    return process
+
+
+def stop_redis_server(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, as ``docker stop`` sends it: Redis writes its append-only file and exits."""
+    process.terminate()
+    process.wait(10)
+
+
+@contextmanager
+def running_redis(workdir: Path) -> Iterator[str]:
+    """A throwaway ``redis-server`` on a free loopback port (never 6379); yields its base URL."""
+    port = free_port()
+    process = start_redis_server(workdir, port)
+    try:
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        stop_redis_server(process)
+
+
+def wait_for(check: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.05) -> T:
+    """Poll ``check`` until it returns something truthy (connection errors count as not yet); return it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+        except (OSError, redis.RedisError, httpx.HTTPError):
+            value = None
+        if value:
+            return value
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what}")
