@@ -16,7 +16,7 @@ import time
 import redis
 
 from cli.client import GatewayClient
-from cli.keys import client_key
+from cli.local_key import client_key
 from shared.settings import get_settings
 from shared.topology import QUEUES
 

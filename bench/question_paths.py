@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cli.client import GatewayClient
-from cli.keys import client_key, ensure_local_key
+from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, wait_until
 from services.reranker.service import Reranker
 from services.retriever.exact import ExactSearcher, find_rg

@@ -6,7 +6,9 @@ from collections.abc import Iterator
 
 import httpx
 
+from cli.local_key import client_key
 from shared.contracts import Answer, Event, QuestionOptions, ScanReport, SearchRequest, SearchResponse
+from shared.settings import get_settings
 
 
 class GatewayError(RuntimeError):
@@ -84,8 +86,5 @@ class GatewayClient:
 
 def default_client() -> GatewayClient:
     """A client of the configured gateway, with this CLI's key when the gateway demands one."""
-    from cli.keys import client_key
-    from shared.settings import get_settings
-
     settings = get_settings()
     return GatewayClient(settings.gateway_url, client_key(settings))

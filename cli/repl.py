@@ -1,8 +1,7 @@
-"""``hindsight repl``: a menu over the same functions and commands the CLI has.
+"""``hindsight repl``: a menu over the same actions the commands call (``cli/actions/``).
 
-Actions that this package implements call its functions directly (``ask_question``,
-``indexer.run_index``...); actions that live in other CLI modules (``scrape``, ``search``) are run as the
-assembled CLI's own commands, so the menu never duplicates them and picks up whatever is wired in.
+Asking writes a cited answer; searching lists passages in one of the search modes the API and
+``hindsight search`` offer (:class:`shared.contracts.SearchMode`).
 """
 
 from __future__ import annotations
@@ -11,16 +10,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
-import typer
-from rich.console import Console
 from rich.prompt import Confirm, Prompt
 from rich.table import Table
 
-from cli import indexer, main
-from cli.client import GatewayError
-
-SEARCH_MODES = ("auto", "semantic", "exact", "rag")
+from cli.actions import scrape, search, stack
+from cli.actions.ask import ask_question
+from cli.actions.index import run_index
+from cli.client import GatewayError, default_client
+from cli.console import console
+from services.scraper import ScraperError
+from shared.contracts import SearchMode, SearchRequest
+from shared.settings import get_settings
 
 
 @dataclass(frozen=True)
@@ -31,94 +31,89 @@ class MenuItem:
 
 
 class Repl:
-    def __init__(self, app: typer.Typer, console: Console) -> None:
-        self.command = typer.main.get_command(app)
-        self.console = console
-        self.mode = "auto"
+    def __init__(self) -> None:
+        self.mode = SearchMode.AUTO
+        modes = " / ".join(m.value for m in SearchMode)
         self.items = [
-            MenuItem("1", "ask or search (modes: Auto / Semantic / Exact / RAG)", self.search),
+            MenuItem("1", "ask a question (a written answer that cites its passages)", self.ask),
             MenuItem("2", "build the index from a folder", self.build_index),
             MenuItem("3", "scrape Perplexity (resume or restart)", self.scrape),
-            MenuItem("4", "start the local stack", main.start_stack),
-            MenuItem("5", "stop the local stack", main.stop_stack),
-            MenuItem("6", "status", main.show_status),
+            MenuItem("4", "start the local stack", stack.start_stack),
+            MenuItem("5", "stop the local stack", stack.stop_stack),
+            MenuItem("6", "status", stack.show_status),
             MenuItem("7", "reset data (delete the index)", self.reset),
+            MenuItem("8", f"search passages, no answer (modes: {modes})", self.search),
             MenuItem("h", "help", self.help),
             MenuItem("q", "quit", self.quit),
         ]
         self.running = True
 
     def run(self) -> None:
-        self.console.print("[bold]Hindsight[/bold] — answers from your own research, with exact citations.")
+        console.print("[bold]Hindsight[/bold] — answers from your own research, with exact citations.")
         self.show_menu()
         while self.running:
-            choice = Prompt.ask("\n[bold]choose[/bold] (h for help)", console=self.console).strip().lower()
+            choice = Prompt.ask("\n[bold]choose[/bold] (h for help)", console=console).strip().lower()
             item = next((i for i in self.items if i.key == choice), None)
             if item is None:
-                self.console.print(f"no menu entry {choice!r}")
+                console.print(f"no menu entry {choice!r}")
                 self.show_menu()
                 continue
             try:
                 item.action()
             except GatewayError as exc:
-                self.console.print(f"[red]gateway refused[/red]: {exc}")
-            except (OSError, TimeoutError, RuntimeError) as exc:
-                self.console.print(f"[red]{type(exc).__name__}[/red]: {exc}")
+                console.print(f"[red]gateway refused[/red]: {exc}")
+            except ScraperError as exc:
+                console.print(f"[red]{exc}[/red]")
+            except (OSError, TimeoutError, RuntimeError, ValueError) as exc:
+                console.print(f"[red]{type(exc).__name__}[/red]: {exc}")
 
     def show_menu(self) -> None:
         table = Table(show_header=False, box=None)
         for item in self.items:
             table.add_row(f"[bold]{item.key}[/bold]", item.label)
-        self.console.print(table)
+        console.print(table)
 
-    def invoke(self, args: list[str]) -> None:
-        """Run one of the CLI's own commands, as ``hindsight <args>`` would."""
-        try:
-            self.command.main(args, prog_name="hindsight", standalone_mode=False)
-        except click.UsageError as exc:
-            self.console.print(f"[red]{args[0]}[/red]: {exc.format_message()}")
-        except click.exceptions.Exit:
-            pass
+    def ask(self) -> None:
+        question = Prompt.ask("question", console=console).strip()
+        if question:
+            ask_question(question)
 
     def search(self) -> None:
-        self.mode = Prompt.ask("mode", choices=list(SEARCH_MODES), default=self.mode, console=self.console)
-        query = Prompt.ask("question" if self.mode == "rag" else "query", console=self.console).strip()
-        if not query:
-            return
-        if self.mode == "rag":
-            main.ask_question(query)
-        else:
-            self.invoke(["search", query, "--mode", self.mode])
+        choices = [m.value for m in SearchMode]
+        self.mode = SearchMode(Prompt.ask("mode", choices=choices, default=self.mode.value, console=console))
+        query = Prompt.ask("query", console=console).strip()
+        if query:
+            search.search_passages(SearchRequest(query=query, mode=self.mode))
 
     def build_index(self) -> None:
-        folder = Path(Prompt.ask("folder to index", console=self.console)).expanduser().resolve()
+        folder = Path(Prompt.ask("folder to index", console=console)).expanduser().resolve()
         if not folder.is_dir():
-            self.console.print(f"[red]{folder} is not a folder[/red]")
+            console.print(f"[red]{folder} is not a folder[/red]")
             return
-        indexer.run_index(main.gateway(), folder)
+        run_index(default_client(), folder)
 
     def scrape(self) -> None:
         how = Prompt.ask(
             "resume where it stopped, or restart", choices=["resume", "restart"], default="resume"
         )
         # The checkpoint makes every run resumable; a restart fetches every thread again.
-        self.invoke(["scrape"] if how == "resume" else ["scrape", "--refetch-all"])
+        scrape.scrape(get_settings(), refetch_all=how == "restart")
 
     def reset(self) -> None:
-        store = main.get_settings().store_dir
-        self.console.print(f"this deletes the index in {store}; your files and exports are kept")
-        if Confirm.ask("delete the index?", default=False, console=self.console):
-            main.reset_index()
+        store = get_settings().store_dir
+        console.print(f"this deletes the index in {store}; your files and exports are kept")
+        if Confirm.ask("delete the index?", default=False, console=console):
+            stack.reset_index()
         else:
-            self.console.print("nothing deleted")
+            console.print("nothing deleted")
 
     def help(self) -> None:
-        self.console.print(
-            "Ask in RAG mode for a written answer whose \\[n] markers cite exact passages; the other "
-            "search modes list matching passages (semantic: by meaning, exact: by the words). "
-            "Build the index from a folder of notes or exports first; scraping exports your "
-            "Perplexity threads as Markdown into the data folder. Every entry is also a command: "
-            "`hindsight --help`."
+        console.print(
+            "Ask a question for a written answer whose \\[n] markers cite exact passages; search lists "
+            "matching passages without an answer (semantic: by meaning, exact: by the words, hybrid: "
+            "both, auto: chosen from the query). Build the index from a folder of notes or exports "
+            "first; scraping exports your Perplexity threads as Markdown into the data folder. Every "
+            "entry is also a command: `hindsight --help`."
         )
         self.show_menu()
 

@@ -1,117 +1,23 @@
-"""Watch mode: re-index a root whenever files under it change, once the burst of changes settles.
+"""The watcher service: re-index each folder registered through the gateway whenever files under it
+change, once the burst of changes settles (``shared.folder_watch``).
 
-Editors save in bursts (temp file, rename, metadata); a root is re-synced only once no change has
-arrived under it for ``watch_debounce_ms``, so one save triggers one re-sync, and the re-sync is
-incremental (only changed files are embedded). The service process
-(``python -m services.indexer.watcher``) watches the roots registered through the gateway
-(``POST /v1/watch``) and submits an ``index.scan`` for each root that changed.
+``python -m services.indexer.watcher`` watches the roots registered with ``POST /v1/watch`` and queues
+an index scan for each root that changed; the scan is incremental (only changed files are embedded).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
-import watchfiles
-
 from shared.contracts import IndexRequest
+from shared.folder_watch import RootWatcher
+from shared.index_jobs import WatchRegistry
 from shared.settings import get_settings
 from shared.tasking import enqueue_index
 
 log = logging.getLogger(__name__)
-
-STEP_MS = 50
-
-
-def roots_touched(changes: set[tuple[watchfiles.Change, str]], roots: list[Path]) -> list[Path]:
-    """The watched roots that contain at least one changed path (most specific root first)."""
-    touched: list[Path] = []
-    for _, changed in changes:
-        path = Path(changed)
-        owner = max((r for r in roots if path.is_relative_to(r)), key=lambda r: len(r.parts), default=None)
-        if owner is not None and owner not in touched:
-            touched.append(owner)
-    return touched
-
-
-def guarded(action: Callable[[Path], object], root: Path) -> None:
-    """Run one re-sync; its failure is logged and must not end watch mode."""
-    try:
-        action(root)
-    except Exception:
-        log.exception("re-indexing %s failed", root)
-
-
-class RootWatcher:
-    """Calls ``on_change(root)`` after each settled burst of changes under a watched root.
-
-    ``roots`` is asked again every ``refresh_ms`` so roots can be added or removed while running;
-    ``on_start(root)`` runs once for each root as it starts being watched (an initial sync).
-    """
-
-    def __init__(
-        self,
-        roots: Callable[[], list[Path]],
-        on_change: Callable[[Path], object],
-        debounce_ms: int,
-        refresh_ms: int = 2_000,
-        on_start: Callable[[Path], object] | None = None,
-        stop_event: threading.Event | None = None,
-    ) -> None:
-        self._roots = roots
-        self._on_change = on_change
-        self._on_start = on_start
-        self._debounce_ms = debounce_ms
-        self._refresh_ms = refresh_ms
-        self.stop_event = stop_event or threading.Event()
-        self._started: set[Path] = set()
-
-    def current_roots(self) -> list[Path]:
-        return sorted({root.resolve() for root in self._roots() if root.is_dir()})
-
-    def run(self) -> None:
-        while not self.stop_event.is_set():
-            roots = self.current_roots()
-            for root in roots:
-                if root not in self._started and self._on_start is not None:
-                    guarded(self._on_start, root)
-                self._started.add(root)
-            if not roots:
-                self.stop_event.wait(self._refresh_ms / 1000)
-                continue
-            self._watch(roots)
-
-    def _watch(self, roots: list[Path]) -> None:
-        """Watch ``roots`` until the set of roots changes or the watcher stops.
-
-        Debounce on the trailing edge: a root is re-synced once ``debounce_ms`` have passed without
-        a change under it, however long the burst of changes before that lasted.
-        """
-        pending: set[Path] = set()
-        last_change = 0.0
-        tick_ms = max(STEP_MS, min(self._debounce_ms // 4, self._refresh_ms))
-        for changes in watchfiles.watch(
-            *roots,
-            debounce=self._debounce_ms,
-            step=STEP_MS,
-            stop_event=self.stop_event,
-            rust_timeout=tick_ms,
-            yield_on_timeout=True,
-        ):
-            now = time.monotonic()
-            if changes:
-                pending.update(roots_touched(changes, roots))
-                last_change = now
-            if pending and now - last_change >= self._debounce_ms / 1000:
-                for root in sorted(pending):
-                    guarded(self._on_change, root)
-                pending.clear()
-            if not pending and self.current_roots() != roots:
-                return
 
 
 def submit_scan(root: Path) -> str:
@@ -124,8 +30,6 @@ def submit_scan(root: Path) -> str:
 
 def main() -> None:
     """The watcher service: keep every root registered through the gateway in sync."""
-    from shared.index_jobs import WatchRegistry
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     registry = WatchRegistry()
     watcher = RootWatcher(

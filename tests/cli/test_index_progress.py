@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.indexer import bar_update, format_eta
+from cli.actions.index import bar_update, format_eta
 from shared.contracts import Event, IndexFileResult, IndexProgress
 
 

@@ -38,7 +38,7 @@ def test_repl_menu_runs_the_whole_local_workflow(tmp_path: Path) -> None:
     try:
         repl.expect("choose")
         repl.sendline("h")
-        repl.expect("RAG mode for a written answer")
+        repl.expect("written answer whose")
         repl.expect("choose")
 
         repl.sendline("4")
@@ -52,8 +52,6 @@ def test_repl_menu_runs_the_whole_local_workflow(tmp_path: Path) -> None:
         repl.expect("choose")
 
         repl.sendline("1")
-        repl.expect("mode")
-        repl.sendline("rag")
         repl.expect("question")
         repl.sendline("What is my sourdough starter called?")
         repl.expect("citations", timeout=120)

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from cli.client import GatewayClient, GatewayError
-from cli.keys import client_key, ensure_local_key
+from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, ProcessSpec, gateway_spec, process_alive
 from shared.contracts import ScanReport
 from shared.settings import Settings

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from services.indexer.manifest_diff import document_id_for
 from services.indexer.pipeline import sync_root
-from services.indexer.watcher import RootWatcher, roots_touched
 from shared.contracts import IndexRequest, ScanReport
 from shared.embedding import OnnxEmbedder
+from shared.folder_watch import RootWatcher, roots_touched
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
 from testing.processes import wait_for

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli.client import GatewayClient
-from cli.keys import client_key, ensure_local_key
+from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, wait_until
 from shared.contracts import Answer
 from shared.settings import Settings

@@ -125,7 +125,8 @@ def test_cli_search_prints_ranked_passages_with_how_they_were_found(gateway_url:
     command = [
         sys.executable,
         "-c",
-        "from cli.search import app; app()",
+        "from cli.main import app; app()",
+        "search",
         "sourdough starter",
         "--mode",
         "hybrid",

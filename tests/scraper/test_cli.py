@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.scraper import import_app, scrape_app
+from cli.main import import_app, scrape_app
 from shared.settings import get_settings
 from tests.scraper.test_imports import data_export
 

@@ -1,30 +1,22 @@
-"""``hindsight index PATH [--watch]``: index a folder through the gateway with a live progress bar.
+"""Index a folder through the gateway with a live progress bar, and keep it in sync on request.
 
 The bar follows the job's event stream: files done of the total, the rate and the ETA the indexer
 computes, the file being indexed; skipped and failed files are printed with their reason as they
-happen and listed again in the final report. With ``--watch`` the folder is re-synced after every
-settled burst of changes (see :mod:`services.indexer.watcher`) until Ctrl-C.
-
-``app`` has this one command, so ``python -m cli.indexer PATH`` runs it directly; ``cli/main.py``
-registers the same function as its ``index`` command: ``app.command("index")(indexer.index)``.
+happen and listed again in the final report. Watching re-syncs the folder after every settled burst
+of changes (:class:`shared.folder_watch.RootWatcher`) until Ctrl-C.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
-import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
-from cli.client import GatewayClient, default_client
+from cli.client import GatewayClient
+from cli.console import console
 from shared.contracts import Event, IndexFileResult, IndexProgress, ScanReport
-from shared.settings import get_settings
 
-app = typer.Typer(help="Index (or re-sync) a folder, and optionally keep it in sync.")
-console = Console()
 SKIPPED_SHOWN = 20
 
 
@@ -119,31 +111,15 @@ def run_index(client: GatewayClient, root: Path) -> ScanReport | None:
     return report
 
 
-@app.command()
-def index(
-    root: Annotated[Path, typer.Argument(exists=True, file_okay=False, resolve_path=True)],
-    watch: Annotated[
-        bool, typer.Option("--watch", help="Keep watching and re-sync after every change (Ctrl-C stops).")
-    ] = False,
-) -> None:
-    """Index (or re-sync) a folder and show its progress; with --watch, keep it in sync."""
-    from services.indexer.watcher import RootWatcher
+def index_and_watch(client: GatewayClient, root: Path, debounce_ms: int) -> None:
+    """Index ``root``, then re-sync it after every settled burst of changes until Ctrl-C."""
+    from shared.folder_watch import RootWatcher
 
-    settings = get_settings()
-    client = default_client()
     run_index(client, root)
-    if not watch:
-        return
     console.print(f"[cyan]watching[/cyan] {root} (Ctrl-C to stop)")
-    watcher = RootWatcher(
-        lambda: [root], lambda changed: run_index(client, changed), debounce_ms=settings.watch_debounce_ms
-    )
+    watcher = RootWatcher(lambda: [root], lambda changed: run_index(client, changed), debounce_ms=debounce_ms)
     try:
         watcher.run()
     except KeyboardInterrupt:
         watcher.stop_event.set()
         console.print("stopped watching")
-
-
-if __name__ == "__main__":
-    app()

@@ -1,0 +1,41 @@
+"""Provision the ONNX models (build steps, run once): the embedder, and the cross-encoder or a stand-in."""
+
+from __future__ import annotations
+
+from cli.console import console
+from shared.settings import get_settings
+
+
+def prepare_models(standin_reranker: bool, force: bool) -> None:
+    """Export and quantise the embedder; quantise the provisioned cross-encoder (or build a stand-in)."""
+    from provisioning import reranker, standin
+    from provisioning.embedder import prepare_embedder
+
+    settings = get_settings()
+    figures = prepare_embedder(settings.embedder_dir, force=force)
+    console.print(f"embedder ready at {settings.embedder_dir}: int8 vs fp32 cosine {figures}")
+    result = (
+        standin.build_standin(settings.reranker_dir)
+        if standin_reranker
+        else reranker.prepare(settings.reranker_dir)
+    )
+    if result is None:
+        console.print(
+            f"no cross-encoder at {settings.reranker_dir}: run `hindsight models pull` "
+            "(reranking passes the fused order through until then)"
+        )
+    else:
+        console.print(f"cross-encoder ready at {settings.reranker_dir}: {result}")
+
+
+def pull_reranker() -> bool:
+    """Download the trained cross-encoder (needs a network) and quantise it; False if the download failed."""
+    from provisioning import reranker
+
+    settings = get_settings()
+    try:
+        console.print(reranker.pull(settings.reranker_dir))
+    except OSError as exc:
+        console.print(f"[red]could not download {reranker.HUB_REPO}[/red]: {exc}")
+        return False
+    return True

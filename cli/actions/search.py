@@ -1,0 +1,49 @@
+"""Ranked passages from your sources, no synthesis, through the gateway."""
+
+from __future__ import annotations
+
+import httpx
+from rich.table import Table
+
+from cli.client import GatewayError, default_client
+from cli.console import console
+from shared.contracts import SearchMode, SearchRequest, SearchResponse
+from shared.settings import get_settings
+
+SNIPPET_CHARS = 160
+
+
+def how_found(ranks: dict[str, int]) -> str:
+    return ", ".join(f"{leg} #{rank}" for leg, rank in sorted(ranks.items(), key=lambda item: item[1]))
+
+
+def render(result: SearchResponse) -> None:
+    shown = result.resolved_mode.value + (" (auto)" if result.mode is SearchMode.AUTO else "")
+    table = Table("#", "source", "how it was found", "passage", title=f"{result.query!r} — {shown}")
+    for number, candidate in enumerate(result.candidates, start=1):
+        chunk = candidate.chunk
+        end = candidate.text_start + len(candidate.text)
+        snippet = " ".join(candidate.text.split())[:SNIPPET_CHARS]
+        table.add_row(
+            str(number),
+            f"{chunk.title}\n[dim]{chunk.source_uri}:{candidate.text_start}-{end}[/dim]",
+            how_found(candidate.ranks),
+            snippet,
+        )
+    console.print(table)
+    legs = ", ".join(f"{leg} {count}" for leg, count in result.legs.items())
+    console.print(f"[dim]{len(result.candidates)} results in {result.elapsed_ms:.0f} ms; legs: {legs}[/dim]")
+    for note in result.notes:
+        console.print(f"[yellow]note[/yellow]: {note}")
+
+
+def search_passages(request: SearchRequest) -> SearchResponse | None:
+    """Search without synthesis and print the ranked passages with how each was found (``None`` and
+    the reason printed when the search failed)."""
+    try:
+        result = default_client().search(request, get_settings().search_timeout_s + 5)
+    except (GatewayError, httpx.HTTPError) as exc:
+        console.print(f"[red]search failed[/red]: {exc}")
+        return None
+    render(result)
+    return result

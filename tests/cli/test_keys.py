@@ -1,0 +1,33 @@
+"""``hindsight keys`` runs where only the gateway and the CLI are installed (the gateway's image)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+# As in the gateway image: no scraper, no provisioning (each import of them fails).
+WITHOUT_SCRAPER = (
+    "import sys; sys.modules['services.scraper'] = None; sys.modules['provisioning'] = None; "
+    "sys.argv = ['hindsight', *sys.argv[1:]]; from cli.main import main; main()"
+)
+
+
+def hindsight(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env.update(PYTHONPATH=str(REPO), HINDSIGHT_DATA_DIR=str(data_dir), COLUMNS="200")
+    command = [sys.executable, "-c", WITHOUT_SCRAPER, *args]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_keys_are_created_listed_and_revoked_without_the_scraper_installed(tmp_path: Path) -> None:
+    created = hindsight(tmp_path, "keys", "create", "--name", "laptop")
+    assert created.returncode == 0, created.stderr
+    key_id = created.stdout.split("created key ")[1].split()[0]
+    assert "laptop" in hindsight(tmp_path, "keys", "list").stdout
+    assert hindsight(tmp_path, "keys", "revoke", key_id).returncode == 0
+    unknown = hindsight(tmp_path, "keys", "revoke", "nope")
+    assert unknown.returncode == 1 and "no key with id nope" in unknown.stdout
