@@ -1,8 +1,8 @@
 """One question answered two ways over the same store: through the services, and in one process.
 
 ``InProcessPipeline.answer`` calls the plain functions behind each Celery task in the order the
-gateway's chain runs them (plan -> search -> rerank -> map batches -> reduce) with the same
-settings, without a broker, event streams or JSON between stages; ``ServiceStack`` starts the real
+gateway's chain runs them (``pipeline.question``) with the same settings, without a broker, event
+streams or JSON between stages; ``ServiceStack`` starts the real
 local stack (``cli.local_stack``: redis-server, one worker per queue, the gateway) and asks over
 HTTP, timing from the POST to the answer event. The difference is what the distribution costs.
 """
@@ -18,52 +18,19 @@ from pathlib import Path
 from cli.client import GatewayClient
 from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, wait_until
-from services.reranker.service import Reranker
-from services.retriever.exact import ExactSearcher, find_rg
-from services.retriever.keywords import StoreIdf
-from services.retriever.planner import make_plan
-from services.retriever.search import RetrievalConfig, Retriever
-from services.synthesizer.extractive import extract_facts
-from services.synthesizer.reduce import synthesize_answer
-from services.synthesizer.tasks import map_batches, reduce_limits
-from shared.contracts import Answer, QuestionState
-from shared.embedding import OnnxEmbedder
+from pipeline.question import QuestionParts, answer
+from shared.contracts import Answer, Question
 from shared.settings import Settings
-from shared.stores.lancedb_store import LanceDBStore
 
 
 class InProcessPipeline:
-    """The question path's logic in this process, built once like each worker builds its parts."""
+    """The question path's stages in this process (``pipeline.question``), built once."""
 
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
-        self.store = LanceDBStore(settings.store_dir, self.embedder.dimension)
-        exact = ExactSearcher(self.store, find_rg(settings.rg_path))
-        self.retriever = Retriever(self.store, self.embedder, exact, None)
-        self.reranker = Reranker(settings)
+        self.parts = QuestionParts.from_settings(settings)
 
     def answer(self, question: str) -> Answer:
-        """retrieve.plan, retrieve.search, rerank.score, synthesize.map per batch, synthesize.reduce."""
-        settings = self.settings
-        state = QuestionState(question_id=uuid.uuid4().hex, question=question)
-        outcome = make_plan(
-            question,
-            None,
-            timeout_s=settings.planner_timeout_s,
-            max_tokens=settings.planner_max_tokens,
-            max_keywords=settings.exact_max_keywords,
-            idf=StoreIdf(self.store),
-        )
-        state.plan = outcome.plan
-        config = RetrievalConfig.from_settings(
-            settings, state.plan.strategy, state.options.hyde_mode, state.options.k_adjacent or None
-        )
-        state.candidates, _ = self.retriever.search(state.plan, config, state.options.filters)
-        state.candidates, state.rerank = self.reranker.rerank(question, state.candidates)
-        results = [extract_facts(batch) for batch in map_batches(state, settings.map_batch_size)]
-        answer, _ = synthesize_answer(state, results, None, reduce_limits(settings))
-        return answer
+        return answer(Question(question_id=uuid.uuid4().hex, question=question), self.parts)
 
 
 class ServiceStack:

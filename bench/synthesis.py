@@ -20,7 +20,7 @@ from pathlib import Path
 from shared.contracts import Answer, Chunk
 from shared.llms import bundled_gguf_path
 from testing.processes import running_redis
-from testing.sample_candidates import all_chunks, question_state
+from testing.sample_candidates import all_chunks, reranked_question
 from testing.synthesizer_cluster import SynthesizerCluster, synthesizer_workers
 
 QUESTIONS = [
@@ -44,7 +44,7 @@ def run(
     walls: list[float] = []
     answers = []
     for question in questions:
-        state = question_state(question, chunks)
+        state = reranked_question(question, chunks)
         cluster.ask(state)
         answers.append(cluster.answer(state.question_id, timeout_s=900))
         events = [e for e in cluster.events(state.question_id) if e.stage == "map"]

@@ -1,7 +1,9 @@
-"""Choose the backend behind each interface from the settings, once per process.
+"""Choose the backend behind each interface from the settings.
 
-The pipeline asks for ``get_store()``, ``get_embedder()`` and ``get_llm()`` and never learns which
-implementation it got: the embedded defaults locally, Weaviate and Ollama in compose.
+The pipeline asks for ``get_store()``, ``get_embedder()`` and ``get_llm()`` (built once per process
+from the process's settings) and never learns which implementation it got: the embedded defaults
+locally, Weaviate and Ollama in compose. ``create_*`` build one from any settings (the in-process
+pipeline of ``pipeline.question``).
 """
 
 from __future__ import annotations
@@ -9,12 +11,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 from shared.interfaces import LLM, Embedder, VectorStore
-from shared.settings import get_settings
+from shared.settings import Settings, get_settings
 
 
-@lru_cache(maxsize=1)
-def get_embedder() -> Embedder:
-    settings = get_settings()
+def create_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "ollama":
         from shared.ollama_embedder import OllamaEmbedder
 
@@ -24,24 +24,36 @@ def get_embedder() -> Embedder:
     return OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
 
 
-@lru_cache(maxsize=1)
-def get_store() -> VectorStore:
-    settings = get_settings()
+def create_store(settings: Settings, embedder: Embedder) -> VectorStore:
     if settings.store == "weaviate":
         from shared.stores.weaviate_store import WeaviateStore
 
         return WeaviateStore.from_settings(settings)
     from shared.stores.lancedb_store import LanceDBStore
 
-    return LanceDBStore(settings.store_dir, get_embedder().dimension)
+    return LanceDBStore(settings.store_dir, embedder.dimension)
+
+
+def create_llm(settings: Settings) -> LLM | None:
+    """The configured chat model, or ``None`` for the extractive mode."""
+    if settings.llm == "none":
+        return None
+    from shared.llms import create_llm as create_chat_model
+
+    return create_chat_model(settings)
+
+
+@lru_cache(maxsize=1)
+def get_embedder() -> Embedder:
+    return create_embedder(get_settings())
+
+
+@lru_cache(maxsize=1)
+def get_store() -> VectorStore:
+    return create_store(get_settings(), get_embedder())
 
 
 @lru_cache(maxsize=1)
 def get_llm() -> LLM | None:
-    """The configured chat model, or ``None`` for the extractive mode."""
-    settings = get_settings()
-    if settings.llm == "none":
-        return None
-    from shared.llms import create_llm
-
-    return create_llm(settings)
+    """The process's chat model, or ``None`` for the extractive mode."""
+    return create_llm(get_settings())

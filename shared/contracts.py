@@ -256,21 +256,40 @@ class RerankerStatus(Contract):
     detail: str
 
 
-class QuestionState(Contract):
-    """The payload that travels down the question chain; each stage fills in its part."""
+class Question(Contract):
+    """A question as the gateway accepted it: what the first stage (plan) takes.
+
+    Each stage's result is the next stage's input, one type per step of ``shared.topology``'s
+    question chain, so what a stage needs is in its signature: ``PlannedQuestion`` always has a plan.
+    """
 
     question_id: str
     question: str
     options: QuestionOptions = Field(default_factory=QuestionOptions)
     started_at: float = Field(default_factory=time.time)
-    plan: Plan | None = None
-    candidates: list[Candidate] = Field(default_factory=list)
-    rerank: RerankOutcome | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
 
+class PlannedQuestion(Question):
+    """What plan gives and search takes: the question and what to search for."""
+
+    plan: Plan
+
+
+class SearchedQuestion(PlannedQuestion):
+    """What search gives and rerank takes: the fused candidates, cut to the reranker's inputs."""
+
+    candidates: list[Candidate]
+
+
+class RerankedQuestion(SearchedQuestion):
+    """What rerank gives and synthesis takes: the candidates the reranker kept, and how it cut them."""
+
+    rerank: RerankOutcome
+
+
 class MapBatch(Contract):
-    """One ``synthesize.map`` task's input: a slice of the reranked candidates."""
+    """One map task's input: a slice of the reranked candidates."""
 
     question_id: str
     question: str

@@ -11,7 +11,7 @@ import re
 import uuid
 from pathlib import Path
 
-from shared.contracts import Candidate, Chunk, QuestionState, SourceKind
+from shared.contracts import Candidate, Chunk, Plan, RerankedQuestion, RerankOutcome, SourceKind
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 NOT_PROSE = ("#", "---", "Sources:")
@@ -71,10 +71,20 @@ def all_chunks(extra: dict[str, str] | None = None) -> list[Chunk]:
     ]
 
 
-def question_state(question: str, chunks: list[Chunk]) -> QuestionState:
-    """A question whose retrieval already happened: every chunk is a candidate, in the given order."""
-    return QuestionState(
+def reranked_question(question: str, chunks: list[Chunk]) -> RerankedQuestion:
+    """A question whose retrieval and reranking already happened: every chunk is a candidate, in the
+    given order, passed through as a reranker without a model passes them."""
+    return RerankedQuestion(
         question_id=uuid.uuid4().hex,
         question=question,
+        plan=Plan(variations=[question]),
         candidates=[Candidate(chunk=chunk) for chunk in chunks],
+        rerank=RerankOutcome(
+            received=len(chunks),
+            kept=len(chunks),
+            threshold=-5.0,
+            fallback_k=20,
+            used_fallback=False,
+            model=None,
+        ),
     )

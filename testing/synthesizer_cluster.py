@@ -13,7 +13,7 @@ from pathlib import Path
 import redis
 from celery import Celery
 
-from shared.contracts import Answer, Event, QuestionState
+from shared.contracts import Answer, Event, RerankedQuestion
 from shared.events import EventStream, answer_key, load_result
 from shared.topology import SYNTHESIZE_FAN_OUT, TASK_QUEUES, worker
 
@@ -28,9 +28,9 @@ class SynthesizerCluster:
         self.app = client_app
         self.redis = redis.Redis.from_url(url, decode_responses=True)
 
-    def ask(self, state: QuestionState) -> None:
+    def ask(self, question: RerankedQuestion) -> None:
         queue = TASK_QUEUES[SYNTHESIZE_FAN_OUT]
-        self.app.send_task(SYNTHESIZE_FAN_OUT, args=[state.to_payload()], queue=queue)
+        self.app.send_task(SYNTHESIZE_FAN_OUT, args=[question.to_payload()], queue=queue)
 
     def answer(self, question_id: str, timeout_s: float) -> Answer:
         deadline = time.monotonic() + timeout_s

@@ -5,16 +5,16 @@ from __future__ import annotations
 from celery import chain
 
 from shared.celery_app import app
-from shared.contracts import QuestionState, SearchRequest, SearchResponse
+from shared.contracts import Question, SearchRequest, SearchResponse
 from shared.topology import QUESTION_CHAIN, RETRIEVE_QUERY
 
 
-def start_question(state: QuestionState) -> None:
+def start_question(question: Question) -> None:
     """The question chain of ``shared.topology``; each stage passes its result to the next."""
     first, *rest = QUESTION_CHAIN
-    signatures = [app.signature(first, args=[state.to_payload()])]
+    signatures = [app.signature(first, args=[question.to_payload()])]
     signatures += [app.signature(name) for name in rest]
-    chain(*signatures).apply_async(task_id=f"{state.question_id}:chain")
+    chain(*signatures).apply_async(task_id=f"{question.question_id}:chain")
 
 
 def run_search(request: SearchRequest, timeout_s: float) -> SearchResponse:

@@ -1,7 +1,6 @@
-"""Celery edge of the reranker: ``rerank.score`` on the dedicated ``rerank`` queue.
+"""Celery edge of the reranker: the rerank stage of a question, on the dedicated rerank queue.
 
-Run it with a thread pool so concurrent questions share the micro-batcher:
-``celery -A services.reranker.tasks worker -Q rerank --pool threads --concurrency 8``.
+The worker runs a thread pool (``shared.topology``) so concurrent questions share the micro-batcher.
 """
 
 from __future__ import annotations
@@ -12,14 +11,14 @@ from typing import Any
 
 from celery.signals import worker_ready
 
-from services.reranker.cutoff import describe
 from services.reranker.health import start_heartbeat
 from services.reranker.service import Reranker
-from shared.celery_app import app
-from shared.contracts import QuestionState
-from shared.events import EventStream, redis_client
+from services.reranker.stages import rerank
+from shared.celery_app import app  # noqa: F401 - ``celery -A services.reranker.tasks`` finds the app here
+from shared.contracts import RerankedQuestion, SearchedQuestion
+from shared.events import StageReport, redis_client
 from shared.settings import get_settings
-from shared.tasking import question_stage
+from shared.tasking import question_task
 from shared.topology import RERANK_SCORE
 
 
@@ -43,18 +42,6 @@ def _load_and_announce(**_: Any) -> None:
     start_heartbeat(redis_client(), warm_reranker().status, get_settings().reranker_heartbeat_s)
 
 
-@question_stage
-def rerank_question(state: QuestionState) -> QuestionState:
-    reranker = warm_reranker()
-    with EventStream(state.question_id).stage("rerank") as stage:
-        kept, outcome = reranker.rerank(state.question, state.candidates)
-        if outcome.model is None:
-            stage.status = "skipped"
-        stage.detail = describe(outcome)
-        stage.data = outcome.to_payload()
-    state.candidates, state.rerank = kept, outcome
-    state.timings_ms["rerank"] = stage.elapsed_ms
-    return state
-
-
-app.task(name=RERANK_SCORE)(rerank_question)
+@question_task(RERANK_SCORE, "rerank")
+def rerank_question(searched: SearchedQuestion, report: StageReport) -> RerankedQuestion:
+    return rerank(searched, warm_reranker(), report)

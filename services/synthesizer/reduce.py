@@ -18,11 +18,12 @@ from shared.contracts import (
     Citation,
     Fact,
     MapResult,
-    QuestionState,
+    RerankedQuestion,
     SourcePreview,
     Verdict,
 )
 from shared.interfaces import LLM, LLMError
+from shared.settings import Settings
 
 PREVIEW_CHARS = 160
 NO_ANSWER = "No passage in the indexed sources answers this question."
@@ -30,11 +31,23 @@ NO_ANSWER = "No passage in the indexed sources answers this question."
 
 @dataclass(frozen=True)
 class ReduceLimits:
-    max_facts: int = 8
-    token_budget: int = 1200
-    compress_calls: int = 3
-    max_llm_claims: int = 8
-    self_correct: bool = True
+    """How much the reduce may keep and spend; the values live in the settings."""
+
+    max_facts: int
+    token_budget: int
+    compress_calls: int
+    max_llm_claims: int
+    self_correct: bool
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ReduceLimits:
+        return cls(
+            max_facts=settings.narrator_max_facts,
+            token_budget=settings.narrator_token_budget,
+            compress_calls=settings.compress_max_calls,
+            max_llm_claims=settings.verify_max_claims,
+            self_correct=settings.self_correct,
+        )
 
 
 @dataclass(frozen=True)
@@ -60,7 +73,7 @@ def sources_explored(candidates: list[Candidate]) -> list[SourcePreview]:
     return list(seen.values())
 
 
-def select_facts(state: QuestionState, results: list[MapResult], limits: ReduceLimits) -> list[Fact]:
+def select_facts(state: RerankedQuestion, results: list[MapResult], limits: ReduceLimits) -> list[Fact]:
     by_chunk = {c.chunk.id: c for c in state.candidates}
     facts = [fact for result in results for fact in result.facts if fact.chunk_id in by_chunk]
     document_of = {chunk_id: c.chunk.document_id for chunk_id, c in by_chunk.items()}
@@ -102,7 +115,7 @@ def verdict(checked: CheckedClaim, numbers: dict[int, int]) -> Verdict:
 
 
 def synthesize_answer(
-    state: QuestionState, results: list[MapResult], llm: LLM | None, limits: ReduceLimits
+    state: RerankedQuestion, results: list[MapResult], llm: LLM | None, limits: ReduceLimits
 ) -> tuple[Answer, ReduceReport]:
     by_chunk = {c.chunk.id: c for c in state.candidates}
     facts = compress(select_facts(state, results, limits), limits.token_budget, llm, limits.compress_calls)

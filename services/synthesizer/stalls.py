@@ -6,10 +6,10 @@ that covers only what kombu had recorded as unacknowledged. A message the worker
 a chord missing one part never calls its reduce: the question would wait for ever.
 
 So ``fan_out`` records each map stage here, every finished batch keeps it fresh, and the reduce
-worker sweeps for stages with no progress for ``question_stall_s``. For one, it sends again the
-batches the result backend holds no outcome for, under their own task ids and into the same chord
-(Celery's chord join counts a header task id once, so a batch that was only slow is not counted
-twice); when every batch succeeded, the chord's reduce was the lost message, and it sends that.
+worker sweeps for stages with no progress for ``question_stall_s`` (``stall_sweep``). For one, it
+sends again the batches the result backend holds no outcome for, under their own task ids and into
+the same chord (``chord``); when every batch succeeded, the chord's reduce was the lost message, and
+it sends that.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import cast
 
 import redis
 
-from shared.contracts import Contract, QuestionState
+from shared.contracts import Contract, RerankedQuestion
 
 STAGES_KEY = "hindsight:map-stages"
 SWEEP_LOCK_KEY = "hindsight:map-stages:sweep"
@@ -31,7 +31,7 @@ FINISHED_STATES = frozenset({"SUCCESS", "FAILURE", "REVOKED"})
 class MapStage(Contract):
     """What sending a question's map batches or its reduce again needs."""
 
-    state: QuestionState
+    question: RerankedQuestion
     reduce_task_id: str
     # The size fan_out split by, so the batches are rebuilt as they were whatever the settings say now.
     batch_size: int
@@ -49,17 +49,8 @@ def stage_key(question_id: str) -> str:
     return f"hindsight:map-stage:{question_id}"
 
 
-def chord_id(question_id: str) -> str:
-    """The map chord's group id, fixed so that a batch sent again joins the same chord."""
-    return f"{question_id}:map"
-
-
-def batch_task_id(question_id: str, index: int) -> str:
-    return f"{question_id}:map:{index}"
-
-
 def record_stage(client: redis.Redis, stage: MapStage, ttl_s: int) -> None:
-    question_id = stage.state.question_id
+    question_id = stage.question.question_id
     pipe = client.pipeline()
     pipe.set(stage_key(question_id), stage.model_dump_json(), ex=ttl_s)
     pipe.zadd(STAGES_KEY, {question_id: time.time()})

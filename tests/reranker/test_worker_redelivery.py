@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from shared.contracts import QuestionState
+from shared.contracts import Plan, RerankedQuestion, SearchedQuestion
 from shared.events import RERANKER_STATUS_PREFIX as STATUS_KEY_PREFIX
 from shared.events import events_key
 from testing.processes import wait_for
@@ -65,15 +65,18 @@ def test_worker_killed_mid_batch_task_is_redelivered_and_completes(
     get_settings.cache_clear()
     client_app = create_app()
     client = redis.Redis.from_url(redis_url)
-    state = QuestionState(question_id="q-kill", question="How does TCP guarantee delivery?")
-    state.candidates = candidates(passages(200, seed=7))
+    question = "How does TCP guarantee delivery?"
+    searched = SearchedQuestion(
+        question_id="q-kill", question=question, plan=Plan(variations=[question]),
+        candidates=candidates(passages(200, seed=7)),
+    )  # fmt: skip
 
     first = start_worker(env, "rerank-a", tmp_path / "a.log")
     try:
         wait_for(lambda: client.keys(f"{STATUS_KEY_PREFIX}*"), 120, "the worker's status heartbeat")
         status = json.loads(client.get(client.keys(f"{STATUS_KEY_PREFIX}*")[0]))
         assert status["mode"] == "scoring" and "stand-in" in status["model"]
-        result = client_app.send_task("rerank.score", args=[state.to_payload()])
+        result = client_app.send_task("rerank.score", args=[searched.to_payload()])
         wait_for(lambda: rerank_events(client, "q-kill"), 60, "the rerank stage to start")
         time.sleep(0.5)
         assert [e["status"] for e in rerank_events(client, "q-kill")] == ["started"], "killed mid-batch"
@@ -88,8 +91,8 @@ def test_worker_killed_mid_batch_task_is_redelivered_and_completes(
     finally:
         second.terminate()
         second.wait(timeout=30)
-    done = QuestionState.model_validate(payload)
-    assert done.rerank is not None and done.rerank.received == 200
+    done = RerankedQuestion.model_validate(payload)
+    assert done.rerank.received == 200
     assert done.rerank.model is not None and "stand-in" in done.rerank.model
     statuses = [e["status"] for e in rerank_events(client, "q-kill")]
     assert statuses == ["started", "started", "done"], "a second worker ran the redelivered task"

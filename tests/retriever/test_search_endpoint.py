@@ -15,7 +15,7 @@ from celery import Celery
 from redis import Redis
 
 from cli.local_stack import redis_server_binary
-from shared.contracts import QuestionState
+from shared.contracts import Question, SearchedQuestion
 from shared.events import decode_entry, events_key
 from testing.processes import free_port, wait_for
 
@@ -140,17 +140,17 @@ def test_cli_search_prints_ranked_passages_with_how_they_were_found(gateway_url:
 def test_question_plan_and_search_tasks_report_legs_and_hyde_in_the_events(stack: dict[str, str]) -> None:
     url = stack["HINDSIGHT_REDIS_URL"]
     client = Celery("test", broker=url, backend=url)
-    state = QuestionState(
-        question_id="q-search-1", question="Why do CPU-bound threads not use several cores?"
+    question = Question(question_id="q-search-1", question="Why do CPU-bound threads not use several cores?")
+    planned = client.send_task("retrieve.plan", args=[question.to_payload()], queue="retrieve").get(
+        timeout=60
     )
-    planned = client.send_task("retrieve.plan", args=[state.to_payload()], queue="retrieve").get(timeout=60)
     searched = client.send_task("retrieve.search", args=[planned], queue="retrieve").get(timeout=60)
-    result = QuestionState.model_validate(searched)
-    assert result.plan is not None and result.plan.planner == "rules"
+    result = SearchedQuestion.model_validate(searched)
+    assert result.plan.planner == "rules" and set(result.timings_ms) == {"plan", "search"}
     assert result.candidates[0].chunk.source_uri.endswith("gil.md")
     events = [
         decode_entry(fields)
-        for _, fields in Redis.from_url(url, decode_responses=True).xrange(events_key(state.question_id))
+        for _, fields in Redis.from_url(url, decode_responses=True).xrange(events_key(question.question_id))
     ]
     search_done = next(e for e in events if e.stage == "search" and e.status == "done")
     assert search_done.data["hyde"]["ran"] is False  # no LLM: HyDE is either not needed or impossible

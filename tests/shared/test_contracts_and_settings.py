@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from shared.contracts import Chunk, QuestionState, SourceKind, Strategy
+from shared.contracts import Chunk, PlannedQuestion, Question, SourceKind, Strategy
 from shared.settings import Settings
 
 
@@ -25,12 +25,19 @@ def test_chunk_span_must_match_its_text_length() -> None:
 
 def test_contracts_refuse_unknown_fields_instead_of_carrying_them() -> None:
     with pytest.raises(ValidationError):
-        QuestionState.model_validate({"question_id": "q", "question": "why?", "surprise": 1})
+        Question.model_validate({"question_id": "q", "question": "why?", "surprise": 1})
 
 
-def test_question_state_survives_a_json_round_trip_as_a_task_payload() -> None:
-    state = QuestionState(question_id="q", question="why?")
-    assert QuestionState.model_validate(state.to_payload()) == state
+def test_a_stage_refuses_a_payload_without_what_the_previous_stage_gives() -> None:
+    """Search takes a planned question: a question that was never planned fails at the boundary."""
+    question = Question(question_id="q", question="why?")
+    with pytest.raises(ValidationError, match="plan"):
+        PlannedQuestion.model_validate(question.to_payload())
+
+
+def test_a_question_survives_a_json_round_trip_as_a_task_payload() -> None:
+    question = Question(question_id="q", question="why?")
+    assert Question.model_validate(question.to_payload()) == question
 
 
 def test_settings_read_prefixed_variables_and_split_roots(monkeypatch: pytest.MonkeyPatch) -> None:

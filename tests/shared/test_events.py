@@ -7,10 +7,10 @@ import uuid
 import pytest
 import redis
 
-from shared.contracts import QuestionState
-from shared.events import TERMINAL_STAGE, EventStream
+from shared.contracts import PlannedQuestion, Question
+from shared.events import TERMINAL_STAGE, EventStream, StageReport
 from shared.settings import get_settings
-from shared.tasking import question_stage
+from shared.tasking import question_task
 
 
 @pytest.fixture
@@ -39,13 +39,13 @@ def test_stage_emits_failed_with_the_error_and_reraises(client: redis.Redis) -> 
 
 
 def test_a_failing_question_stage_ends_the_stream_so_no_reader_waits_forever(client: redis.Redis) -> None:
-    @question_stage
-    def broken(state: QuestionState) -> QuestionState:
+    @question_task("test.broken_stage", "plan")
+    def broken(question: Question, report: StageReport) -> PlannedQuestion:
         raise RuntimeError("store unreachable")
 
     question_id = uuid.uuid4().hex
     with pytest.raises(RuntimeError):
-        broken(QuestionState(question_id=question_id, question="why?").to_payload())
+        broken(Question(question_id=question_id, question="why?").to_payload())
     last = EventStream(question_id, client).read()[-1][1]
     assert (last.stage, last.status) == (TERMINAL_STAGE, "failed")
     assert "store unreachable" in last.detail

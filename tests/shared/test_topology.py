@@ -26,9 +26,9 @@ from tests.conftest import REPO
 
 
 def registered_tasks(module: str) -> set[str]:
-    """The tasks the shared app knows once ``module`` is imported, Celery's own left out."""
+    """The tasks the services define, once ``module`` is imported (Celery's own and tests' left out)."""
     importlib.import_module(module)
-    return {name for name in app.tasks if not name.startswith("celery.")}
+    return {name for name, task in app.tasks.items() if task.__module__.startswith("services.")}
 
 
 def test_every_worker_module_registers_only_tasks_of_the_topology_and_each_task_has_a_worker() -> None:
@@ -38,6 +38,11 @@ def test_every_worker_module_registers_only_tasks_of_the_topology_and_each_task_
         serving = [w for w in WORKERS if queue in w.queues]
         assert serving, f"no worker consumes {queue}, where {task} goes"
         assert task in registered_tasks(serving[0].module), f"{serving[0].module} does not define {task}"
+
+
+def test_each_worker_module_exposes_the_shared_app_for_celery_dash_a() -> None:
+    for worker in WORKERS:
+        assert importlib.import_module(worker.module).app is app, worker.module
 
 
 def test_celery_routes_each_task_to_its_topology_queue() -> None:

@@ -19,7 +19,7 @@ from services.synthesizer.stalls import (
     stage_key,
     touch_stage,
 )
-from shared.contracts import QuestionState
+from testing.sample_candidates import reranked_question
 
 
 @pytest.fixture
@@ -30,8 +30,9 @@ def client(redis_url: str) -> redis.Redis:
 
 
 def stage(question_id: str) -> MapStage:
+    question = reranked_question("why?", []).model_copy(update={"question_id": question_id})
     return MapStage(
-        state=QuestionState(question_id=question_id, question="why?"),
+        question=question,
         reduce_task_id=f"{question_id}:chain",
         batch_size=10,
     )
@@ -58,7 +59,7 @@ def test_only_stages_without_progress_for_the_stall_time_are_claimed(client: red
     record_stage(client, stage("stalled"), ttl_s=60)
     age(client, "stalled", 120)
 
-    assert [s.state.question_id for s in claim_stalled(client, stall_s=60, lock_s=1)] == ["stalled"]
+    assert [s.question.question_id for s in claim_stalled(client, stall_s=60, lock_s=1)] == ["stalled"]
 
 
 def test_progress_restarts_the_stall_clock(client: redis.Redis) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from shared.contracts import Answer, Chunk
 from shared.llms import bundled_gguf_path
-from testing.sample_candidates import all_chunks, question_state
+from testing.sample_candidates import all_chunks, reranked_question
 from testing.synthesizer_cluster import SynthesizerCluster, synthesizer_workers
 
 pytestmark = pytest.mark.integration
@@ -59,7 +59,7 @@ def test_smollm2_on_llama_cpp_answers_with_resolving_citations_and_ignores_plant
     by_title = {c.title: c for c in chunks}
     first = [by_title["trip-planning"], by_title["Rail pass notes"], by_title["sourdough"]]
     candidates = first + [c for c in chunks if c not in first][:9]
-    state = question_state("How long does the train from Zurich to Milan take?", candidates)
+    state = reranked_question("How long does the train from Zurich to Milan take?", candidates)
     settings = {
         "HINDSIGHT_LLM": "llama-cpp",
         "HINDSIGHT_LLAMA_MODEL_PATH": str(model),
@@ -95,7 +95,7 @@ def test_every_question_is_answered_when_the_model_returns_malformed_json_30_per
         "How are Python wheels built and uploaded?",
         "How is the sourdough starter fed?",
     ]
-    states = [question_state(q, chunks) for q in questions]
+    states = [reranked_question(q, chunks) for q in questions]
     settings = {
         "HINDSIGHT_LLM": "custom",
         "HINDSIGHT_LLM_FACTORY": "tests.synthesizer.scripted_llm:flaky",
@@ -117,7 +117,7 @@ def test_every_question_is_answered_when_the_model_returns_malformed_json_30_per
 
 def test_extractive_mode_answers_in_cited_sentences_without_any_llm(redis_url: str, tmp_path: Path) -> None:
     chunks = all_chunks()
-    state = question_state("How fast is the MiniLM cross-encoder on a CPU?", chunks)
+    state = reranked_question("How fast is the MiniLM cross-encoder on a CPU?", chunks)
     with synthesizer_workers(redis_url, tmp_path, {"HINDSIGHT_LLM": "none"}) as cluster:
         cluster.ask(state)
         answer = cluster.answer(state.question_id, timeout_s=60)

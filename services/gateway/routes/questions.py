@@ -17,7 +17,7 @@ from services.gateway.metrics import require_known_stream, track
 from services.gateway.schemas import Evidence, QuestionAccepted, QuestionRequest, QuestionStatus
 from services.gateway.streaming import stream_events
 from services.gateway.workflow import start_question
-from shared.contracts import Answer, QuestionState
+from shared.contracts import Answer, Question
 from shared.events import TERMINAL_STAGE, StreamEntries, answer_key, decode_entry, events_key
 from shared.logging import bind_question
 from shared.topology import QUESTION_QUEUES
@@ -40,11 +40,11 @@ async def ask(
         )
     await enforce_backpressure(request, client, QUESTION_QUEUES, settings)
     question_id = uuid.uuid4().hex
-    state = QuestionState(question_id=question_id, question=question, options=body.options)
+    accepted = Question(question_id=question_id, question=question, options=body.options)
     with bind_question(question_id):
         log.info("question accepted", extra={"caller": request.state.caller, "chars": len(question)})
         await track(client, "q", question_id)
-        await asyncio.to_thread(start_question, state)
+        await asyncio.to_thread(start_question, accepted)
     return QuestionAccepted(
         id=question_id,
         status_url=f"/v1/questions/{question_id}",

@@ -1,0 +1,56 @@
+"""A question answered in one process: the stages of ``shared.topology``'s question chain, in order,
+as the plain functions each Celery task runs, without a broker, event streams or JSON between them.
+
+    plan -> search -> rerank -> map (each batch) -> reduce
+
+Each stage takes what the previous one gave (``Question`` -> ``PlannedQuestion`` -> ``SearchedQuestion``
+-> ``RerankedQuestion`` -> ``Answer``). The benchmarks compare this path with the services' to
+measure what the distribution costs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.reranker.service import Reranker
+from services.reranker.stages import rerank
+from services.retriever.keywords import StoreIdf
+from services.retriever.search import Retriever
+from services.retriever.stages import build_retriever, plan, search
+from services.synthesizer.reduce import ReduceLimits
+from services.synthesizer.stages import map_batch, reduce, split_into_batches
+from shared.backends import create_embedder, create_llm, create_store
+from shared.contracts import Answer, Question
+from shared.events import StageReport
+from shared.interfaces import LLM, VectorStore
+from shared.settings import Settings
+
+
+@dataclass(frozen=True)
+class QuestionParts:
+    """What the stages run with, built once from the settings as each worker builds its own."""
+
+    settings: Settings
+    store: VectorStore
+    retriever: Retriever
+    reranker: Reranker
+    llm: LLM | None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> QuestionParts:
+        embedder = create_embedder(settings)
+        store = create_store(settings, embedder)
+        llm = create_llm(settings)
+        retriever = build_retriever(store, embedder, llm, settings)
+        return cls(settings, store, retriever, Reranker(settings), llm)
+
+
+def answer(question: Question, parts: QuestionParts) -> Answer:
+    """Every stage of the question chain, in order, in this process."""
+    settings, llm = parts.settings, parts.llm
+    planned = plan(question, llm, StoreIdf(parts.store), settings, StageReport())
+    searched = search(planned, parts.retriever, settings, StageReport())
+    reranked = rerank(searched, parts.reranker, StageReport())
+    batches = split_into_batches(reranked, settings.map_batch_size)
+    results = [map_batch(batch, llm, settings) for batch in batches]
+    return reduce(reranked, results, llm, ReduceLimits.from_settings(settings), StageReport())

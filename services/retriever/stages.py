@@ -1,0 +1,68 @@
+"""The retriever's two question stages as plain functions: plan, then search.
+
+Each takes the contract the previous stage gave and returns the next one; ``report`` receives what
+the stage did, for its event (``tasks.py`` streams it; the in-process pipeline drops it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from services.retriever.exact import ExactSearcher, RipgrepMissingError, find_rg
+from services.retriever.planner import make_plan
+from services.retriever.search import RetrievalConfig, Retriever
+from shared.contracts import PlannedQuestion, Question, SearchedQuestion
+from shared.events import StageReport
+from shared.interfaces import LLM, Embedder, VectorStore
+from shared.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def build_retriever(store: VectorStore, embedder: Embedder, llm: LLM | None, settings: Settings) -> Retriever:
+    """The retriever a process builds once; without ripgrep the exact leg is reported missing, not fatal."""
+    try:
+        exact: ExactSearcher | None = ExactSearcher(store, find_rg(settings.rg_path))
+    except RipgrepMissingError as exc:
+        log.warning("%s", exc)
+        exact = None
+    return Retriever(store, embedder, exact, llm)
+
+
+def plan(
+    question: Question,
+    llm: LLM | None,
+    idf: Callable[[str], float] | None,
+    settings: Settings,
+    report: StageReport,
+) -> PlannedQuestion:
+    """What to search for: the LLM's plan within the planner's timeout, else the rules' plan; the
+    user's strategy, when given, overrides the planner's."""
+    outcome = make_plan(
+        question.question,
+        llm,
+        timeout_s=settings.planner_timeout_s,
+        max_tokens=settings.planner_max_tokens,
+        max_keywords=settings.exact_max_keywords,
+        idf=idf,
+    )
+    if question.options.strategy is not None:
+        outcome.plan.strategy = question.options.strategy
+    report.detail = outcome.describe()
+    report.data = {"plan": outcome.plan.to_payload(), "fallback_reason": outcome.fallback_reason}
+    return PlannedQuestion(**dict(question), plan=outcome.plan)
+
+
+def search(
+    planned: PlannedQuestion, retriever: Retriever, settings: Settings, report: StageReport
+) -> SearchedQuestion:
+    """Every leg of the plan, fused and cut to the reranker's inputs for the plan's strategy."""
+    options = planned.options
+    config = RetrievalConfig.from_settings(
+        settings, planned.plan.strategy, options.hyde_mode, options.k_adjacent or None
+    )
+    candidates, found = retriever.search(planned.plan, config, options.filters)
+    report.detail = found.describe(len(candidates))
+    report.data = {**found.data(), "candidates": len(candidates)}
+    return SearchedQuestion(**dict(planned), candidates=candidates)
