@@ -265,7 +265,7 @@ def build_runs(
             "hybrid RRF (plain)",
             "dense + BM25, k=60, equal weights",
             lambda q: by_candidates(
-                reciprocal_rank_fusion({"dense:0": dense(q), "bm25": store.keyword_search(q, depth)})
+                reciprocal_rank_fusion({"dense:0": dense(q), "bm25": store.keyword_search(q, depth)}, k=60)
             ),
         ),
         Run(

@@ -19,6 +19,17 @@ from shared.settings import Settings, get_settings
 from shared.topology import QUESTION_CHAIN, QUESTION_QUEUES, QUEUES, TASK_QUEUES, task_routes
 
 
+def task_time_limits(settings: Settings) -> dict[str, dict[str, int]]:
+    """Each task's soft and hard time limit: a question stage's, or an index or scrape job's
+    (``Settings`` keeps each hard limit below the visibility timeout its messages are under)."""
+    question = {
+        "soft_time_limit": settings.question_soft_time_limit_s,
+        "time_limit": settings.question_time_limit_s,
+    }
+    job = {"soft_time_limit": settings.job_soft_time_limit_s, "time_limit": settings.job_time_limit_s}
+    return {task: question if queue in QUESTION_QUEUES else job for task, queue in TASK_QUEUES.items()}
+
+
 def create_app() -> Celery:
     settings = get_settings()
     app = Celery("hindsight", broker=settings.redis_url, backend=settings.redis_url)
@@ -30,6 +41,7 @@ def create_app() -> Celery:
         task_queues=[Queue(name) for name in QUEUES],
         task_default_queue=TASK_QUEUES[QUESTION_CHAIN[0]],
         task_routes=task_routes(),
+        task_annotations=task_time_limits(settings),
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         task_track_started=True,

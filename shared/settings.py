@@ -1,7 +1,8 @@
 """All of Hindsight's configuration: one class, environment variables prefixed ``HINDSIGHT_``.
 
 Defaults are the embedded local stack (LanceDB, ONNX embeddings, no LLM); the compose file
-switches the backends to Weaviate and Ollama through the same variables.
+switches the backends to Weaviate and Ollama through the same variables. Rules between settings are
+validators, so a process refuses to start with settings that contradict each other, and says which.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, computed_field, field_validator
+from pydantic import Field, computed_field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.contracts import HydeMode, Strategy
@@ -46,9 +47,10 @@ class Settings(BaseSettings):
 
     # Indexing
     roots: Annotated[list[Path], NoDecode] = Field(default_factory=list)
-    chunk_tokens: int = 200
-    chunk_overlap: int = 40
-    embed_batch_size: int = 32
+    chunk_tokens: int = Field(default=200, ge=1)
+    # Tokens a chunk repeats from the end of the one before; less than a chunk.
+    chunk_overlap: int = Field(default=40, ge=0)
+    embed_batch_size: int = Field(default=32, ge=1)
     max_file_bytes: int = 20 * 1024 * 1024
     # One index task loads this many files (at most ``index_batch_bytes`` of them on disk, but always
     # at least one file), embeds their chunks in one call and writes them to the store in one write.
@@ -61,11 +63,12 @@ class Settings(BaseSettings):
     ollama_embed_dimension: int = 768
     ollama_retries: int = 3
 
-    # Retrieval
-    pool_precise: int = 50
-    pool_exhaustive: int = 80
-    rerank_inputs_precise: int = 35
-    rerank_inputs_exhaustive: int = 60
+    # Retrieval: candidates per leg (the pool), of which the fused best go to the reranker (at most
+    # the pool).
+    pool_precise: int = Field(default=50, ge=1)
+    pool_exhaustive: int = Field(default=80, ge=1)
+    rerank_inputs_precise: int = Field(default=35, ge=1)
+    rerank_inputs_exhaustive: int = Field(default=60, ge=1)
     rrf_k: int = 60
     hyde_mode: HydeMode = HydeMode.SUPPLEMENT
     hyde_threshold_score: float = 0.35
@@ -74,7 +77,7 @@ class Settings(BaseSettings):
     fusion_alpha: float = Field(default=0.75, ge=0.0, le=1.0)
     rrf_weight_dense: float = 1.0
     rrf_weight_hyde: float = 1.0
-    rrf_weight_bm25: float = 0.35  # equal weights fuse below dense alone (shared/eval/README.md)
+    rrf_weight_bm25: float = 0.35  # equal weights fuse below dense alone (bench/README.md)
     rrf_weight_exact: float = 0.1
     planner_timeout_s: float = 20.0
     planner_max_tokens: int = 320
@@ -84,7 +87,7 @@ class Settings(BaseSettings):
     search_timeout_s: float = 60.0
 
     # Reranking
-    rerank_batch_size: int = 64
+    rerank_batch_size: int = Field(default=64, ge=1)
     rerank_threshold: float = -5.0
     rerank_fallback_k: int = 20
     # int8 exists only once provisioning verified it against fp32; ``auto`` serves whichever verified
@@ -94,15 +97,24 @@ class Settings(BaseSettings):
     rerank_max_wait_ms: float = 10.0
     # Redis redelivers a message a killed worker had not acknowledged after this many seconds: long
     # for scrape and index, whose tasks can run long and must not run twice; short for the question
-    # stages (retrieve, rerank, map, reduce) a user waits on. The short one must exceed the longest
-    # question stage, or a slow stage is handed to a second worker while the first still runs it.
+    # stages (retrieve, rerank, map, reduce) a user waits on.
     broker_visibility_timeout_s: int = 3600
     question_visibility_timeout_s: int = 300
+    # Every task's time limits: past the soft one the task fails with a clear reason (a question's
+    # stream ends failed), past the hard one its process is killed (prefork pools; the reranker's
+    # thread pool enforces neither). Each hard limit stays below its visibility timeout, so no task
+    # still running is handed to a second worker: question stages below the question one, index and
+    # scrape tasks ("jobs") below the broker's.
+    question_soft_time_limit_s: int = Field(default=240, ge=1)
+    question_time_limit_s: int = Field(default=280, ge=1)
+    job_soft_time_limit_s: int = Field(default=3300, ge=1)
+    job_time_limit_s: int = Field(default=3500, ge=1)
     # Seconds between question workers' sweeps for messages whose visibility timeout has passed.
     question_restore_interval_s: int = 5
     # A map stage with no progress for this long lost a message (a worker killed holding one it had
-    # not yet recorded as unacknowledged): the reduce worker sends the missing batches again. It must
-    # exceed the visibility timeout plus a map batch, or a batch waiting for redelivery is sent twice.
+    # not yet recorded as unacknowledged): the reduce worker sends the missing batches again. It
+    # exceeds the visibility timeout plus the longest a map batch may run (its hard time limit), or a
+    # batch waiting for redelivery would be sent twice.
     question_stall_s: int = 900
     # Seconds between the reduce worker's sweeps for stalled map stages.
     question_stall_check_s: float = 10.0
@@ -110,7 +122,7 @@ class Settings(BaseSettings):
     reranker_heartbeat_s: float = 15.0
 
     # Synthesis
-    map_batch_size: int = 10
+    map_batch_size: int = Field(default=10, ge=1)
     # llm=custom builds the chat model from "module:callable" (called with the settings): the seam a
     # scripted test model uses to reach real worker processes.
     llm_factory: str | None = None
@@ -168,6 +180,42 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part for part in value.split(os.pathsep) if part]
         return value
+
+    @model_validator(mode="after")
+    def _rules_between_settings(self) -> Settings:
+        """The rules the comments above state, enforced; the message names the variables to change."""
+        broken = [rule for rule, holds in self.rules().items() if not holds]
+        if broken:
+            raise ValueError("inconsistent settings: " + "; ".join(broken))
+        return self
+
+    def rules(self) -> dict[str, bool]:
+        """Each rule between settings (as the message a broken one gives) and whether it holds."""
+        return {
+            f"CHUNK_OVERLAP ({self.chunk_overlap}) must be less than CHUNK_TOKENS ({self.chunk_tokens})": (
+                self.chunk_overlap < self.chunk_tokens
+            ),
+            f"RERANK_INPUTS_PRECISE ({self.rerank_inputs_precise}) must not exceed POOL_PRECISE "
+            f"({self.pool_precise})": self.rerank_inputs_precise <= self.pool_precise,
+            f"RERANK_INPUTS_EXHAUSTIVE ({self.rerank_inputs_exhaustive}) must not exceed POOL_EXHAUSTIVE "
+            f"({self.pool_exhaustive})": self.rerank_inputs_exhaustive <= self.pool_exhaustive,
+            f"QUESTION_SOFT_TIME_LIMIT_S ({self.question_soft_time_limit_s}) must be less than "
+            f"QUESTION_TIME_LIMIT_S ({self.question_time_limit_s})": (
+                self.question_soft_time_limit_s < self.question_time_limit_s
+            ),
+            f"QUESTION_TIME_LIMIT_S ({self.question_time_limit_s}) must be less than "
+            f"QUESTION_VISIBILITY_TIMEOUT_S ({self.question_visibility_timeout_s})": (
+                self.question_time_limit_s < self.question_visibility_timeout_s
+            ),
+            f"JOB_SOFT_TIME_LIMIT_S ({self.job_soft_time_limit_s}) must be less than JOB_TIME_LIMIT_S "
+            f"({self.job_time_limit_s})": self.job_soft_time_limit_s < self.job_time_limit_s,
+            f"JOB_TIME_LIMIT_S ({self.job_time_limit_s}) must be less than BROKER_VISIBILITY_TIMEOUT_S "
+            f"({self.broker_visibility_timeout_s})": self.job_time_limit_s < self.broker_visibility_timeout_s,
+            f"QUESTION_STALL_S ({self.question_stall_s}) must exceed QUESTION_VISIBILITY_TIMEOUT_S plus "
+            f"QUESTION_TIME_LIMIT_S ({self.question_visibility_timeout_s} + {self.question_time_limit_s})": (
+                self.question_stall_s > self.question_visibility_timeout_s + self.question_time_limit_s
+            ),
+        }
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -37,7 +37,7 @@ def ranked(candidates: dict[str, Candidate]) -> list[Candidate]:
 
 
 def reciprocal_rank_fusion(
-    legs: Mapping[str, list[Hit]], k: int = 60, weights: Mapping[str, float] | None = None
+    legs: Mapping[str, list[Hit]], k: int, weights: Mapping[str, float] | None = None
 ) -> list[Candidate]:
     """Score each chunk by ``sum(w_family / (k + rank))`` over the legs that found it.
 
@@ -60,7 +60,7 @@ def min_max(scores: list[float]) -> list[float]:
     return [(s - low) / (high - low) for s in scores]
 
 
-def alpha_blend(legs: Mapping[str, list[Hit]], alpha: float = 0.75) -> list[Candidate]:
+def alpha_blend(legs: Mapping[str, list[Hit]], alpha: float) -> list[Candidate]:
     """``alpha * dense + (1 - alpha) * lexical`` over min-max normalised scores.
 
     Each leg's scores are normalised on their own; a chunk's dense part is its best normalised

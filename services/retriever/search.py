@@ -29,18 +29,19 @@ ALL_LEGS: frozenset[LegFamily] = frozenset({"dense", "hyde", "bm25", "exact"})
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    """The knobs of one search; :meth:`from_settings` reads them for a plan's strategy."""
+    """The knobs of one search; :meth:`from_settings` reads them for a plan's strategy (the values
+    live in the settings)."""
 
     pool: int
     keep: int
-    rrf_k: int = 60
-    weights: Mapping[str, float] = field(default_factory=dict)
-    fusion: Literal["rrf", "alpha"] = "rrf"
-    alpha: float = 0.75
-    hyde_mode: HydeMode = HydeMode.SUPPLEMENT
-    hyde_threshold_score: float = 0.35
-    hyde_threshold_count: int = 3
-    k_adjacent: int = 0
+    rrf_k: int
+    weights: Mapping[str, float]
+    fusion: Literal["rrf", "alpha"]
+    alpha: float
+    hyde_mode: HydeMode
+    hyde_threshold_score: float
+    hyde_threshold_count: int
+    k_adjacent: int
     legs: frozenset[LegFamily] = ALL_LEGS
 
     @classmethod

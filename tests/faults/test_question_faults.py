@@ -70,6 +70,9 @@ def stack(
         "HINDSIGHT_QUESTION_VISIBILITY_TIMEOUT_S": str(VISIBILITY_TIMEOUT_S),
         "HINDSIGHT_QUESTION_RESTORE_INTERVAL_S": "1",
         "HINDSIGHT_QUESTION_STALL_S": str(STALL_S),
+        # Under the visibility timeout, and with it under the stall time (the settings' rules).
+        "HINDSIGHT_QUESTION_SOFT_TIME_LIMIT_S": str(VISIBILITY_TIMEOUT_S - 4),
+        "HINDSIGHT_QUESTION_TIME_LIMIT_S": str(VISIBILITY_TIMEOUT_S - 2),
         "HINDSIGHT_QUESTION_STALL_CHECK_S": "1",
         # Exhaustive questions send 30 passages to the reranker (seconds of scoring), precise ones 10.
         "HINDSIGHT_RERANK_INPUTS_EXHAUSTIVE": "30",

@@ -56,8 +56,12 @@ def test_worker_killed_mid_batch_task_is_redelivered_and_completes(
         # task out a third time while it is still running. Sweeps run every second.
         "HINDSIGHT_QUESTION_VISIBILITY_TIMEOUT_S": "30",
         "HINDSIGHT_QUESTION_RESTORE_INTERVAL_S": "1",
+        # Time limits stay under the visibility timeout (settings refuse otherwise); a thread pool
+        # does not enforce them.
+        "HINDSIGHT_QUESTION_SOFT_TIME_LIMIT_S": "25",
+        "HINDSIGHT_QUESTION_TIME_LIMIT_S": "28",
     }
-    for key in ("HINDSIGHT_REDIS_URL", "HINDSIGHT_QUESTION_VISIBILITY_TIMEOUT_S"):
+    for key in ("HINDSIGHT_REDIS_URL", *(k for k in env if k.startswith("HINDSIGHT_QUESTION_"))):
         monkeypatch.setenv(key, env[key])
     from shared.celery_app import create_app
     from shared.settings import get_settings

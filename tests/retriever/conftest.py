@@ -8,16 +8,25 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from shared.contracts import Chunk, Document, SourceKind
+from services.retriever.search import RetrievalConfig
+from shared.contracts import Chunk, Document, SourceKind, Strategy
 from shared.embedding import OnnxEmbedder
+from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
 from tests.conftest import models_dir
+
+
+def retrieval_config(**overrides: object) -> RetrievalConfig:
+    """The settings' configuration with every fusion weight 1 unless ``overrides`` say otherwise."""
+    base = RetrievalConfig.from_settings(Settings(), Strategy.PRECISE)
+    return replace(base, **{"weights": {}, **overrides})  # type: ignore[arg-type]
+
 
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.DOTALL)
 WINDOW_CHARS = 220

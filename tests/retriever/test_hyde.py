@@ -5,6 +5,7 @@ from __future__ import annotations
 from services.retriever.hyde import HydeDraft, decide_hyde
 from services.retriever.search import RetrievalConfig, Retriever
 from shared.contracts import HydeMode, Plan
+from tests.retriever.conftest import retrieval_config
 
 from .test_fusion import hit
 from .test_planner import ScriptedLLM
@@ -13,7 +14,7 @@ PASSAGE = "The global interpreter lock allows one thread at a time to execute Py
 
 
 def config(mode: HydeMode) -> RetrievalConfig:
-    return RetrievalConfig(pool=10, keep=5, hyde_mode=mode, hyde_threshold_score=0.4, hyde_threshold_count=2)
+    return retrieval_config(pool=10, keep=5, hyde_mode=mode, hyde_threshold_score=0.4, hyde_threshold_count=2)
 
 
 def test_supplement_decision_counts_hits_above_the_score_threshold() -> None:

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from services.retriever.exact import ExactSearcher, body_offset, find_rg
-from services.retriever.search import RetrievalConfig, Retriever
+from services.retriever.search import Retriever
 from shared.contracts import HydeMode, Plan, SearchFilters, SourceKind
+from tests.retriever.conftest import retrieval_config
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +106,7 @@ def test_a_failing_exact_leg_is_reported_and_the_other_legs_still_answer(corpus,
     broken = ExactSearcher(corpus.store, tmp_path / "no-such-rg")
     plan = Plan(variations=["PYTHONMALLOC debug allocator"], hard_keywords=["PYTHONMALLOC"])
     candidates, report = Retriever(corpus.store, corpus.embedder, broken).search(
-        plan, RetrievalConfig(pool=10, keep=5, hyde_mode=HydeMode.OFF)
+        plan, retrieval_config(pool=10, keep=5, hyde_mode=HydeMode.OFF)
     )
     assert any(note.startswith("exact leg failed") for note in report.notes)
     assert report.legs["exact"] == 0 and report.legs["dense:0"] > 0

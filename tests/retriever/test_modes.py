@@ -6,8 +6,9 @@ import pytest
 
 from services.retriever.exact import ExactSearcher, find_rg
 from services.retriever.modes import looks_exact, resolve_mode, run_search
-from services.retriever.search import RetrievalConfig, Retriever
+from services.retriever.search import Retriever
 from shared.contracts import SearchFilters, SearchMode, SearchRequest
+from tests.retriever.conftest import retrieval_config
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +16,7 @@ def retriever(corpus) -> Retriever:
     return Retriever(corpus.store, corpus.embedder, ExactSearcher(corpus.store, find_rg()))
 
 
-BASE = RetrievalConfig(pool=20, keep=10, weights={"dense": 1.0, "bm25": 0.5, "exact": 0.5})
+BASE = retrieval_config(pool=20, keep=10, weights={"dense": 1.0, "bm25": 0.5, "exact": 0.5})
 
 
 def search(retriever: Retriever, query: str, mode: SearchMode, **options):

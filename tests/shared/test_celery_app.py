@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 from types import SimpleNamespace
 
 import pytest
 
 from shared.celery_app import _configure_question_workers, app
+from shared.settings import get_settings
+from shared.topology import QUESTION_QUEUES, TASK_QUEUES, WORKERS
 
 
 @pytest.mark.parametrize(
@@ -65,3 +68,16 @@ def test_question_workers_prefetch_one_and_redeliver_from_their_own_short_unacke
     else:
         assert conf.worker_prefetch_multiplier == 4
         assert options == {"visibility_timeout": 3600}
+
+
+def test_every_task_has_a_soft_and_a_hard_time_limit_below_the_visibility_timeout_of_its_queue() -> None:
+    settings = get_settings()
+    for worker in WORKERS:
+        importlib.import_module(worker.module)
+    for name, queue in TASK_QUEUES.items():
+        task = app.tasks[name]
+        question = queue in QUESTION_QUEUES
+        visibility = (
+            settings.question_visibility_timeout_s if question else settings.broker_visibility_timeout_s
+        )
+        assert 0 < task.soft_time_limit < task.time_limit < visibility, name

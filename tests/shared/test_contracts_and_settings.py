@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pydantic import ValidationError
 
@@ -54,3 +56,38 @@ def test_strategy_sets_pool_and_reranker_inputs() -> None:
     settings = Settings()
     assert (settings.pool_size(Strategy.PRECISE), settings.rerank_inputs(Strategy.PRECISE)) == (50, 35)
     assert (settings.pool_size(Strategy.EXHAUSTIVE), settings.rerank_inputs(Strategy.EXHAUSTIVE)) == (80, 60)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"chunk_tokens": 64, "chunk_overlap": 64}, "CHUNK_OVERLAP (64) must be less than CHUNK_TOKENS (64)"),
+        ({"pool_precise": 20}, "RERANK_INPUTS_PRECISE (35) must not exceed POOL_PRECISE (20)"),
+        ({"rerank_inputs_exhaustive": 81}, "RERANK_INPUTS_EXHAUSTIVE (81) must not exceed POOL_EXHAUSTIVE"),
+        ({"question_visibility_timeout_s": 60}, "QUESTION_TIME_LIMIT_S (280) must be less than"),
+        ({"question_soft_time_limit_s": 280}, "QUESTION_SOFT_TIME_LIMIT_S (280) must be less than"),
+        ({"broker_visibility_timeout_s": 600}, "JOB_TIME_LIMIT_S (3500) must be less than"),
+        ({"job_soft_time_limit_s": 3500}, "JOB_SOFT_TIME_LIMIT_S (3500) must be less than"),
+        ({"question_stall_s": 580}, "QUESTION_STALL_S (580) must exceed QUESTION_VISIBILITY_TIMEOUT_S plus"),
+    ],
+)
+def test_settings_that_contradict_each_other_are_refused_naming_the_variables(
+    overrides: dict[str, int], named: str
+) -> None:
+    with pytest.raises(ValidationError, match=re.escape(named)):
+        Settings(**overrides)  # type: ignore[arg-type]
+
+
+def test_a_short_visibility_timeout_is_accepted_once_the_limits_and_stall_time_fit_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A short question visibility timeout is fine once the time limits and the stall time fit it."""
+    for name, value in {
+        "VISIBILITY_TIMEOUT_S": 20,
+        "SOFT_TIME_LIMIT_S": 16,
+        "TIME_LIMIT_S": 18,
+        "STALL_S": 40,
+    }.items():
+        monkeypatch.setenv(f"HINDSIGHT_QUESTION_{name}", str(value))
+    settings = Settings()
+    assert (settings.question_time_limit_s, settings.question_stall_s) == (18, 40)
