@@ -1,13 +1,13 @@
-"""The Weaviate adapter without a server: schema, deterministic UUIDs, filters and query arguments.
+"""The Weaviate adapter without a server: schema, deterministic UUIDs, filters, query arguments and
+how it writes (its behaviour as a store is the conformance suite's, ``test_store_conformance.py``).
 
 A Weaviate server cannot run on this machine. The schema is checked through the client library's own
-request builder (the JSON it would send to ``/v1/schema``); the store's calls are checked against a
-small recording stand-in of the client's collection objects.
+request builder (the JSON it would send to ``/v1/schema``); the store's writes are checked against
+the in-memory stand-in of the client's collections (``weaviate_standin``).
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -32,6 +32,7 @@ from shared.stores.weaviate_store import (
     manifest_collection_config,
     properties_chunk,
 )
+from tests.shared.stores.weaviate_standin import StandInClient
 
 
 def make_chunk(ordinal: int, document_id: str = "doc_1") -> Chunk:
@@ -130,71 +131,29 @@ def test_chunk_properties_round_trip() -> None:
     assert properties_chunk(properties) == chunk
 
 
-class RecordingCollection:
-    """Records what the store asks of one collection; answers queries with ``objects``."""
-
-    def __init__(self) -> None:
-        self.added: list[dict[str, Any]] = []
-        self.batches = 0
-        self.deleted: list[Any] = []
-        self.objects: list[Any] = []
-        self.failed: list[Any] = []
-        self.batch = SimpleNamespace(fixed_size=self._fixed_size, failed_objects=self.failed)
-        self.data = SimpleNamespace(delete_many=lambda where: self.deleted.append(where))
-        answer = SimpleNamespace(objects=self.objects)
-        self.query = SimpleNamespace(
-            near_vector=lambda **kw: answer, bm25=lambda **kw: answer, fetch_objects=lambda **kw: answer
-        )
-
-    @contextmanager
-    def _fixed_size(self, batch_size: int) -> Any:
-        self.batches += 1
-        yield SimpleNamespace(add_object=lambda **kw: self.added.append(kw))
-
-    def iterator(self, return_properties: list[str]) -> Any:
-        return iter(self.objects)
-
-
-class RecordingClient:
-    def __init__(self) -> None:
-        self.created: list[str] = []
-        self.by_name: dict[str, RecordingCollection] = {}
-        self.collections = SimpleNamespace(
-            exists=lambda name: name in self.by_name,
-            create=lambda **config: self._create(config),
-            get=lambda name: self.by_name[name],
-        )
-
-    def _create(self, config: dict[str, Any]) -> None:
-        self.created.append(config["name"])
-        self.by_name[config["name"]] = RecordingCollection()
-
-
 def test_replace_upserts_by_uuid_drops_stale_ordinals_then_writes_the_manifest() -> None:
-    client = RecordingClient()
+    client = StandInClient()
     store = WeaviateStore(client, "HindsightChunk")
-    assert client.created == ["HindsightChunk", "HindsightChunkDocument"]
+    assert list(client.by_name) == ["HindsightChunk", "HindsightChunkDocument"]
     chunks_col, docs_col = client.by_name["HindsightChunk"], client.by_name["HindsightChunkDocument"]
     document = Document(
         id="doc_1", source_uri="/notes/bread.md", kind=SourceKind.MARKDOWN, title="Bread", content_hash="abc"
     )
     store.replace_document(document, [make_chunk(0), make_chunk(1)], np.ones((2, 4), dtype=np.float32))
-    assert [a["uuid"] for a in chunks_col.added] == [chunk_uuid("doc_1:0"), chunk_uuid("doc_1:1")]
-    assert chunks_col.added[0]["vector"] == [1.0, 1.0, 1.0, 1.0]
+    assert list(chunks_col.objects) == [chunk_uuid("doc_1:0"), chunk_uuid("doc_1:1")]
+    assert chunks_col.objects[chunk_uuid("doc_1:0")][1] == [1.0, 1.0, 1.0, 1.0]
     stale = [("document_id", "Equal", "doc_1"), ("ordinal", "GreaterThanEqual", 2)]
-    assert leaves(chunks_col.deleted[0]) == stale
-    manifest_row = docs_col.added[0]
-    assert manifest_row["uuid"] == document_uuid("doc_1")
-    assert manifest_row["properties"]["content_hash"] == "abc"
-    assert manifest_row["properties"]["chunk_count"] == 2
+    assert leaves(chunks_col.deletes[0]) == stale
+    manifest_row, _ = docs_col.objects[document_uuid("doc_1")]
+    assert (manifest_row["content_hash"], manifest_row["chunk_count"]) == ("abc", 2)
 
     store.delete_document("doc_1")
-    assert leaves(chunks_col.deleted[-1]) == [("document_id", "Equal", "doc_1")]
-    assert leaves(docs_col.deleted[-1]) == [("document_id", "Equal", "doc_1")]
+    assert leaves(chunks_col.deletes[-1]) == [("document_id", "Equal", "doc_1")]
+    assert leaves(docs_col.deletes[-1]) == [("document_id", "Equal", "doc_1")]
 
 
 def test_a_batch_of_documents_is_one_client_batch_one_stale_delete_and_one_manifest_batch() -> None:
-    client = RecordingClient()
+    client = StandInClient()
     store = WeaviateStore(client, "C")
     chunks_col, docs_col = client.by_name["C"], client.by_name["CDocument"]
     documents = [
@@ -204,14 +163,14 @@ def test_a_batch_of_documents_is_one_client_batch_one_stale_delete_and_one_manif
     chunks = [make_chunk(0, "d1"), make_chunk(1, "d1"), make_chunk(0, "d2")]
     store.replace_documents(documents, chunks, np.ones((3, 4), dtype=np.float32))
     assert chunks_col.batches == docs_col.batches == 1
-    assert [a["uuid"] for a in chunks_col.added] == [chunk_uuid(c.id) for c in chunks]
-    assert len(chunks_col.deleted) == 1 and isinstance(chunks_col.deleted[0], _FilterOr)
-    assert [leaves(part) for part in chunks_col.deleted[0].filters] == [
+    assert list(chunks_col.objects) == [chunk_uuid(c.id) for c in chunks]
+    assert len(chunks_col.deletes) == 1 and isinstance(chunks_col.deletes[0], _FilterOr)
+    assert [leaves(part) for part in chunks_col.deletes[0].filters] == [
         [("document_id", "Equal", "d1"), ("ordinal", "GreaterThanEqual", 2)],
         [("document_id", "Equal", "d2"), ("ordinal", "GreaterThanEqual", 1)],
         [("document_id", "Equal", "empty"), ("ordinal", "GreaterThanEqual", 0)],
     ]
-    rows = {row["uuid"]: row["properties"]["chunk_count"] for row in docs_col.added}
+    rows = {uuid: row["chunk_count"] for uuid, (row, _) in docs_col.objects.items()}
     assert rows == {document_uuid("d1"): 2, document_uuid("d2"): 1, document_uuid("empty"): 0}
 
     with pytest.raises(ValueError, match="belongs to no document"):
@@ -222,29 +181,9 @@ def test_a_batch_of_documents_is_one_client_batch_one_stale_delete_and_one_manif
 
 
 def test_rejected_objects_raise_with_weaviates_reason() -> None:
-    client = RecordingClient()
+    client = StandInClient()
     store = WeaviateStore(client, "C")
-    client.by_name["C"].failed.append(SimpleNamespace(message="vector lengths don't match"))
+    client.by_name["C"].batch.failed_objects.append(SimpleNamespace(message="vector lengths don't match"))
     document = Document(id="d", source_uri="/x.md", kind=SourceKind.MARKDOWN, title="x", content_hash="h")
     with pytest.raises(WeaviateStoreError, match="vector lengths"):
         store.replace_document(document, [make_chunk(0, "d")], np.ones((1, 4), dtype=np.float32))
-
-
-def test_search_results_map_back_to_chunks_with_scores_and_manifest_filters_by_root() -> None:
-    client = RecordingClient()
-    store = WeaviateStore(client, "C")
-    chunk = make_chunk(0)
-    client.by_name["C"].objects.append(
-        SimpleNamespace(
-            properties=chunk_properties(chunk), metadata=SimpleNamespace(distance=0.25, score=3.5)
-        )
-    )
-    dense = store.dense_search(np.zeros(4), 5)
-    assert dense[0].chunk == chunk and dense[0].score == pytest.approx(0.75)
-    assert store.keyword_search("bread", 5)[0].score == pytest.approx(3.5)
-    assert store.keyword_search("   ", 5) == []
-    for uri in ("/notes/a.md", "/other/b.md"):
-        row = {"document_id": uri, "source_uri": uri, "content_hash": "h", "chunk_count": 1}
-        client.by_name["CDocument"].objects.append(SimpleNamespace(properties=row))
-    assert list(store.manifest("/notes")) == ["/notes/a.md"]
-    assert len(store.manifest()) == 2
