@@ -40,9 +40,7 @@ def prepare_embedder(target_dir: Path, force: bool = False) -> dict[str, float]:
     against fp32.
 
     Per-row int8 makes a text's vector a function of that text alone, whatever shares its batch
-    (ORT's dynamic int8 picks one activation scale per batch), and it stays within the bound where
-    dynamic int8 did not: min cosine 0.993 vs 0.987 on an AVX2 CPU, at the same speed.
-    Returns the agreement figures; raises if the int8 model drifts below the cosine bound, so a
+    (docs/decisions/int8-models.md). Returns the agreement figures; raises if the int8 model drifts below the cosine bound, so a
     lossy model is never installed.
     """
     if (target_dir / MODEL_FILE).exists() and not force:

@@ -8,16 +8,15 @@ Either way the fp32 graph's last layer is first pruned to the one token the head
 once its scores rank a fixed set of pairs like the fp32 model's do (Spearman >= 0.99);
 ``model_fp32.onnx`` stays next to it, and the record says
 which verified precision ran faster on this machine (what ``HINDSIGHT_RERANKER_PRECISION=auto``
-serves). Two int8 schemes are tried, fastest first (bench/reranker_throughput.py measures both); both
-give a pair the same logit whichever pairs share its run:
+serves). Two int8 schemes are tried, fastest first; both give a pair the same logit whichever pairs
+share its run:
 
 1. per-row int8 (``provisioning.row_int8``): integer GEMMs with one activation scale per token, smoothed
-   on fixed calibration pairs (disjoint from the check set); Spearman 0.993-0.997 on the stand-in,
-   depending on the machine.
-   ORT's dynamic int8 (one scale per tensor and run) is not tried: it made a pair's logit move by
-   up to 2.6 with its run neighbours and ranked the stand-in at 0.98;
-2. weight-only int8 of the fused graph (``provisioning.weight_only_int8``):
-   close to fp32 (0.9997 on the stand-in) but slower than ONNX fp32 on an AVX-512 CPU.
+   on fixed calibration pairs (disjoint from the check set);
+2. weight-only int8 of the fused graph (``provisioning.weight_only_int8``): closer to fp32, slower.
+
+ORT's dynamic int8 (one scale per tensor and run) is never tried. Why, with the measurements:
+docs/decisions/int8-models.md.
 """
 
 from __future__ import annotations

@@ -14,9 +14,8 @@ same whichever rows share its run: batches may mix different users' questions. T
 Per-row scales still lose the small channels of a row to its outlier channels (BERT's hidden states
 have a few); SmoothQuant moves that spread into the weights first: input channel ``k`` is divided by
 ``f[k] = max|x_k|**alpha / max|W_k|**(1 - alpha)`` (maxima measured once, on fixed calibration inputs,
-so the factors are constants) and the weight rows multiplied by it, which leaves the product unchanged.
-On the stand-in cross-encoder (Spearman vs fp32 on the check set): no smoothing 0.991, alpha 0.5
-0.995, alpha 0.7 0.997.
+so the factors are constants) and the weight rows multiplied by it, which leaves the product unchanged
+(alpha: docs/decisions/int8-models.md).
 
 Only provisioning imports this (it needs ``onnx``); the worker just runs the file it writes.
 """

@@ -77,7 +77,7 @@ class Settings(BaseSettings):
     fusion_alpha: float = Field(default=0.75, ge=0.0, le=1.0)
     rrf_weight_dense: float = 1.0
     rrf_weight_hyde: float = 1.0
-    rrf_weight_bm25: float = 0.35  # equal weights fuse below dense alone (bench/README.md)
+    rrf_weight_bm25: float = 0.35  # docs/decisions/retrieval.md
     rrf_weight_exact: float = 0.1
     planner_timeout_s: float = 20.0
     planner_max_tokens: int = 320

@@ -10,16 +10,13 @@ depends on the model (``PAIRS_PER_RUN``; tests/reranker prove each bit for bit):
 
 * fp32, per-row int8 (one activation scale per token, ``provisioning.row_int8``) and weight-only int8
   (``MatMulNBits``, activations quantised per row and block) have no scale shared across rows: any
-  grouping gives the same logits. Runs of 4 were the fastest measured (per-row int8 per CPU-second:
-  runs of 1, 4, 8, 16 = 107, 109, 100, 81 pairs/s; runs of 64 were 1.5-4x slower, lost to padding
-  and cache misses).
-* ORT's dynamic int8 picks ONE activation scale per run, so a pair's logit moved by up to 2.6 with
-  its run neighbours: provisioning never installs it (``provisioning.reranker``).
+  grouping gives the same logits, and runs of 4 are the fastest;
+* ORT's dynamic int8 picks one activation scale per run, so a pair's logit moves with its run
+  neighbours: provisioning never installs it.
 
-The cores go to runs side by side, not to one run: a run of 4 short pairs is too small for ORT to
-split across threads without most of the time going to synchronisation, while independent runs on
-single-threaded session calls (one session; ``InferenceSession.run`` is thread-safe and releases the
-GIL) keep every core busy. Logits are the same either way, bit for bit.
+The cores go to runs side by side, not to one run: independent runs on single-threaded session calls
+(one session; ``InferenceSession.run`` is thread-safe and releases the GIL) keep every core busy.
+Logits are the same either way, bit for bit. Why, with the measurements: docs/decisions/int8-models.md.
 """
 
 from __future__ import annotations
@@ -139,7 +136,7 @@ class CrossEncoder:
         if self._runners is None or len(groups) < 2:
             return map(run_group, groups)
         # Longest runs first: the cores then finish together instead of one idling while the other
-        # runs the batch's longest group last (~13% of a batch of 64 measured lost that way).
+        # runs the batch's longest group last.
         cost = [max(len(encodings[i].ids) for i in group) * len(group) for group in groups]
         longest_first = sorted(range(len(groups)), key=lambda g: -cost[g])
         futures = {g: self._runners.submit(run_group, groups[g]) for g in longest_first}

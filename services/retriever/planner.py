@@ -62,8 +62,7 @@ class PlanOutcome:
 def rule_based_plan(question: str, idf: Callable[[str], float] | None = None, max_keywords: int = 6) -> Plan:
     """Deterministic plan: the question as the one variation, hard keywords, no HyDE.
 
-    Rules cannot paraphrase: a bag of the question's content words as a second dense query was
-    measured to rank worse than the question and to drag the fusion down with it, so there is none.
+    Rules cannot paraphrase, so there is no second variation (docs/decisions/retrieval.md).
     """
     question = question.strip()
     strategy = Strategy.EXHAUSTIVE if EXHAUSTIVE_CUES.search(question) else Strategy.PRECISE

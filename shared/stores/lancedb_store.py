@@ -28,9 +28,8 @@ DOCUMENTS = "documents"
 SEARCH_COLUMN = "search_text"
 COMPACT_EVERY_WRITES = 50
 # How long a version's files outlive the version that replaced it. Every read checks out the
-# latest version, so only a query already running reads an older one: minutes are ample. LanceDB's
-# default (files of versions created over 7 days ago) kept every write's files and every
-# compaction's full rewrite for a week: 10k chunks re-indexed 5 times took 153 MB, 16 MB once they go.
+# latest version, so only a query already running reads an older one: minutes are ample
+# (docs/decisions/lancedb-maintenance.md).
 KEEP_OLD_VERSIONS = timedelta(minutes=10)
 _NO_CLEANUP = timedelta(days=36500)
 CHUNK_COLUMNS = ["id", *CHUNK_FIELDS]
@@ -194,15 +193,14 @@ class LanceDBStore:
 
     def refresh_indexes(self) -> None:
         """Compact now: rows written since the last compaction are outside the full-text index, and
-        keyword search scans them one by one (1.8 s a query with 10k such rows, measured)."""
+        keyword search scans them one by one."""
         with self._write_lock():
             self._compact()
 
     def _compact_now_and_then(self) -> None:
         """Every write (a whole batch of documents included) adds a fragment and a version, and
-        deletes slow down with their number: compacting every ``COMPACT_EVERY_WRITES`` writes of this
-        process (which also folds new rows into the full-text index) halved the write time of a
-        300-file index written one file at a time."""
+        deletes slow down with their number: compact every ``COMPACT_EVERY_WRITES`` writes of this
+        process, which also folds new rows into the full-text index."""
         self._writes += 1
         if self._writes % COMPACT_EVERY_WRITES == 0:
             self._compact()
