@@ -40,8 +40,8 @@ def prepare_embedder(target_dir: Path, force: bool = False) -> dict[str, float]:
     against fp32.
 
     Per-row int8 makes a text's vector a function of that text alone, whatever shares its batch
-    (docs/decisions/int8-models.md). Returns the agreement figures; raises if the int8 model drifts below the cosine bound, so a
-    lossy model is never installed.
+    (docs/decisions/int8-models.md). Returns the agreement figures; raises if the int8 model drifts
+    below the cosine bound, so a lossy model is never installed.
     """
     if (target_dir / MODEL_FILE).exists() and not force:
         return json.loads((target_dir / "prepare.json").read_text())
