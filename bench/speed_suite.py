@@ -219,7 +219,7 @@ def question_rows(
 
 
 def search_latencies(indexes: list[BuiltIndex], settings: Settings, queries: list[str]) -> list[list[float]]:
-    """The retriever's work for a question (rules plan, every leg, fusion: what retrieve.search does)
+    """The retriever's work for a question (rules plan, every leg, fusion: what the search stage does)
     at each index; each query runs on every index in turn, so load spikes hit all sizes alike."""
     embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
     config = RetrievalConfig.from_settings(settings, Strategy.PRECISE)

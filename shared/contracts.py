@@ -217,7 +217,7 @@ class SearchMode(StrEnum):
 
 
 class SearchRequest(Contract):
-    """``POST /v1/search`` and the ``retrieve.query`` task: ranked passages, no answer."""
+    """``POST /v1/search`` and the retriever's query task: ranked passages, no answer."""
 
     query: str = Field(min_length=1, max_length=2000)
     mode: SearchMode = SearchMode.AUTO

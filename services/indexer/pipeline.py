@@ -1,4 +1,4 @@
-"""Plan a scan of a folder and index batches of files: the logic behind ``index.scan`` and ``index.batch``.
+"""Plan a scan of a folder and index batches of files: the logic behind the scan and batch tasks.
 
 A scan diffs the files on disk against the store's manifest (SHA-256 of the bytes), deletes what
 disappeared, and returns the new or changed files in batches (``index_batch_files`` files, at most

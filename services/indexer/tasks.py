@@ -1,4 +1,4 @@
-"""Celery edge of the indexer: ``index.scan`` fans out ``index.batch`` and ``index.report`` sums up.
+"""Celery edge of the indexer: the scan fans out a chord of batches, and the report sums them up.
 
 Every file finished (indexed, skipped or failed) advances the job's progress and appends an event
 carrying the file's result and the job's rate and ETA, as soon as its batch is written. A backend

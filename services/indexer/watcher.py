@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 
 def submit_scan(root: Path) -> str:
-    """Queue an ``index.scan`` of ``root``; returns the job id."""
+    """Queue an index scan of ``root``; returns the job id."""
     job_id = uuid.uuid4().hex
     enqueue_index(IndexRequest(job_id=job_id, root=str(root)))
     log.info("changes under %s: index job %s", root, job_id)

@@ -1,6 +1,6 @@
 """Micro-batching across questions: batcher threads merge waiting pairs into batches.
 
-The rerank worker runs Celery with ``--pool threads --concurrency N``: up to N ``rerank.score``
+The rerank worker runs Celery with ``--pool threads --concurrency N``: up to N rerank
 tasks wait in one process, each handing its pairs to this batcher and blocking on a future.
 A batcher thread takes pairs first come first served until it has ``batch_size`` of them or
 the oldest has waited ``max_wait_s``, scores them in one call, and hands every question exactly

@@ -1,4 +1,4 @@
-"""Search modes for users who want ranked passages and no synthesis (``retrieve.query``).
+"""Search modes for users who want ranked passages and no synthesis (the retriever's query task).
 
 ``semantic`` is dense search on the query; ``exact`` is ripgrep for the query verbatim (and any
 identifiers in it); ``hybrid`` is every leg but HyDE, fused; ``auto`` picks exact for a short

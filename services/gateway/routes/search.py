@@ -1,4 +1,4 @@
-"""``POST /v1/search``: ranked passages without synthesis, run by the retriever's ``retrieve.query``.
+"""``POST /v1/search``: ranked passages without synthesis, run by the retriever's query task.
 
 A search is quick enough to answer in the request: the route waits for the task's result, at most
 ``search_timeout_s``.
