@@ -69,6 +69,14 @@ def redis_env(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[redis
     redis_client.cache_clear()
 
 
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    """An empty folder to index (or watch), ``docs`` under the test's temp folder."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    return root
+
+
 @pytest.fixture(scope="session", autouse=True)
 def hindsight_env(redis_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Point every in-process ``get_settings()`` at the private Redis and a temp data folder."""

@@ -15,13 +15,6 @@ from shared.settings import get_settings
 
 
 @pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    root = tmp_path / "docs"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def api(redis_env: redis.Redis, docs: Path) -> TestClient:
     app = FastAPI()
     app.state.settings = get_settings().model_copy(update={"roots": [docs]})

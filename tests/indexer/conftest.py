@@ -28,13 +28,6 @@ def embedder() -> OnnxEmbedder:
 
 
 @pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    root = tmp_path / "docs"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def settings(tmp_path: Path, docs: Path) -> Settings:
     return Settings(
         data_dir=tmp_path / "data",

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from pathlib import Path
 
-from fastapi import APIRouter, HTTPException, Request, status
+from fastapi import APIRouter, Request, status
 from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.limits import enforce_backpressure
 from services.gateway.metrics import require_known_stream, track
+from services.gateway.paths import confined_path
 from services.gateway.schemas import IndexAccepted, IndexStart, IndexStatus
 from services.gateway.streaming import stream_events
 from shared.contracts import IndexRequest, ScanReport
 from shared.events import index_report_key
-from shared.index_jobs import PathOutsideRootsError, confine_to_roots, read_progress
+from shared.index_jobs import read_progress
 from shared.tasking import enqueue_index
 from shared.topology import INDEX_QUEUES
 
@@ -25,13 +25,7 @@ router = APIRouter(prefix="/v1/index", tags=["index"])
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=IndexAccepted)
 async def index(body: IndexStart, request: Request, client: RedisDep, settings: SettingsDep) -> IndexAccepted:
-    root = Path(body.root).expanduser()
-    if not root.is_absolute():
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "root must be an absolute path")
-    try:
-        root = confine_to_roots(root, settings.roots)
-    except PathOutsideRootsError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from exc
+    root = confined_path(body.root, settings.roots)
     await enforce_backpressure(request, client, INDEX_QUEUES, settings)
     job_id = uuid.uuid4().hex
     await track(client, "i", job_id)

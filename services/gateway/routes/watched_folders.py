@@ -14,10 +14,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 
 from services.gateway.deps import SettingsDep
+from services.gateway.paths import confined_path
 from services.gateway.schemas import WatchStart
 from shared.contracts import WatchedRoot
 from shared.events import redis_client
-from shared.index_jobs import PathOutsideRootsError, WatchRegistry, confine_to_roots
+from shared.index_jobs import WatchRegistry
 from shared.settings import Settings
 
 router = APIRouter(prefix="/v1", tags=["indexing"])
@@ -32,13 +33,7 @@ RegistryDep = Annotated[WatchRegistry, Depends(watch_registry)]
 
 def confined_folder(raw: str, settings: Settings) -> Path:
     """The resolved folder, or a 422 that says why it is refused."""
-    path = Path(raw).expanduser()
-    if not path.is_absolute():
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "root must be an absolute path")
-    try:
-        folder = confine_to_roots(path, settings.roots)
-    except PathOutsideRootsError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
+    folder = confined_path(raw, settings.roots)
     if not folder.is_dir():
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{folder} is not a folder")
     return folder
