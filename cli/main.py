@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
+import httpx
 import typer
 
 from cli.actions import keys, models, search, stack
@@ -226,6 +227,15 @@ def main() -> None:
     except GatewayError as exc:
         console.print(f"[red]gateway refused[/red]: {exc}")
         raise SystemExit(1) from exc
+    except httpx.TransportError as exc:
+        console.print(unreachable(exc))
+        raise SystemExit(1) from exc
+
+
+def unreachable(exc: httpx.TransportError) -> str:
+    """What to say when the gateway does not answer at all."""
+    url = get_settings().gateway_url
+    return f"[red]gateway unreachable[/red] at {url} ({exc}): start the stack with `hindsight up`"
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 from rich.prompt import Confirm, Prompt
 from rich.table import Table
 
@@ -62,6 +63,8 @@ class Repl:
                 item.action()
             except GatewayError as exc:
                 console.print(f"[red]gateway refused[/red]: {exc}")
+            except httpx.TransportError as exc:
+                console.print(f"[red]gateway unreachable[/red] ({exc}): start the stack (menu entry 4)")
             except ScraperError as exc:
                 console.print(f"[red]{exc}[/red]")
             except (OSError, TimeoutError, RuntimeError, ValueError) as exc:

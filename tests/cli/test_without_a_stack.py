@@ -1,4 +1,4 @@
-"""``hindsight keys`` runs where only the gateway and the CLI are installed (the gateway's image)."""
+"""The CLI where little is installed or running: keys in the gateway's image, a gateway that is down."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from testing.processes import free_port
 from tests.conftest import REPO
 
 # As in the gateway image: no scraper, no provisioning (each import of them fails).
@@ -31,3 +32,18 @@ def test_keys_are_created_listed_and_revoked_without_the_scraper_installed(tmp_p
     assert hindsight(tmp_path, "keys", "revoke", key_id).returncode == 0
     unknown = hindsight(tmp_path, "keys", "revoke", "nope")
     assert unknown.returncode == 1 and "no key with id nope" in unknown.stdout
+
+
+def test_a_command_that_needs_the_gateway_says_it_is_unreachable_without_a_traceback(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    port = free_port()  # nothing listens there
+    env.update(
+        PYTHONPATH=str(REPO),
+        HINDSIGHT_DATA_DIR=str(tmp_path),
+        HINDSIGHT_GATEWAY_URL=f"http://127.0.0.1:{port}",
+    )
+    command = [sys.executable, "-m", "cli.main", "ask", "what is npm?"]
+    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "gateway unreachable" in result.stdout and "hindsight up" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
