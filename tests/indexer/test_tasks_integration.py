@@ -17,7 +17,7 @@ import pytest
 import redis
 from celery import Celery
 
-from shared.celery_app import TASK_ROUTES
+from shared.topology import task_routes
 from shared.contracts import Event, IndexRequest, ScanReport
 from shared.events import EVENT_FIELD, events_key, index_report_key
 from shared.index_jobs import read_progress
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.integration
 
 def send_scan(redis_url: str, root: Path) -> str:
     client = Celery("indexer-tests", broker=redis_url, backend=redis_url)
-    client.conf.update(task_serializer="json", accept_content=["json"], task_routes=TASK_ROUTES)
+    client.conf.update(task_serializer="json", accept_content=["json"], task_routes=task_routes())
     job_id = uuid.uuid4().hex
     client.send_task("index.scan", args=[IndexRequest(job_id=job_id, root=str(root)).to_payload()])
     return job_id
