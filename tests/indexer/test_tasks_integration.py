@@ -17,11 +17,11 @@ import pytest
 import redis
 from celery import Celery
 
-from shared.topology import task_routes
 from shared.contracts import Event, IndexRequest, ScanReport
 from shared.events import EVENT_FIELD, events_key, index_report_key
 from shared.index_jobs import read_progress
 from shared.stores.lancedb_store import LanceDBStore
+from shared.topology import task_routes
 from testing.processes import wait_for
 from tests.indexer.conftest import start_index_worker, stop, worker_env
 from tests.indexer.documents import write_pdf
