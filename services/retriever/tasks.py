@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from functools import lru_cache
 from typing import Any
+
+from celery.signals import worker_process_init
 
 from services.retriever.keywords import StoreIdf
 from services.retriever.modes import run_search
@@ -17,11 +20,23 @@ from shared.settings import get_settings
 from shared.tasking import question_task
 from shared.topology import RETRIEVE_PLAN, RETRIEVE_QUERY, RETRIEVE_SEARCH
 
+log = logging.getLogger(__name__)
+
 
 @lru_cache(maxsize=1)
 def retriever() -> Retriever:
     """The process's retriever, built once."""
     return build_retriever(get_store(), get_embedder(), get_llm(), get_settings())
+
+
+@worker_process_init.connect
+def _load_retriever(**_: Any) -> None:
+    """A worker process loads its store, embedder and chat model before its first question, so the
+    first stage does not spend its time limit loading them."""
+    try:
+        retriever()
+    except Exception:  # the first task reports it to its question; the worker must still start
+        log.exception("the retriever did not load")
 
 
 @question_task(RETRIEVE_PLAN, "plan")
