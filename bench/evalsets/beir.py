@@ -62,6 +62,8 @@ def read_source(source: Source) -> str:
 
 @dataclass
 class BuiltSet:
+    """A set ready to write: BEIR rows in source order, and the package versions they came from."""
+
     spec: EvalSetSpec
     versions: dict[str, str]
     corpus: list[dict[str, str]] = field(default_factory=list)
@@ -80,8 +82,8 @@ def build(spec: EvalSetSpec) -> BuiltSet:
             if section.body:
                 built.corpus.append({"_id": doc_id, "title": title(section), "text": section.body})
         if source.asks:
-            for doc_id, section in zip(ids, sections, strict=True):
-                ask(built, asked, sections, ids, section, doc_id)
+            for position in range(len(sections)):
+                ask(built, asked, sections, ids, position)
     for query_id, relevant in asked.values():
         built.qrels.extend((query_id, doc_id) for doc_id in relevant)
     return built
@@ -92,14 +94,13 @@ def ask(
     asked: dict[str, tuple[str, list[str]]],
     sections: list[Section],
     ids: list[str],
-    section: Section,
-    doc_id: str,
+    position: int,
 ) -> None:
-    """Record the section's question, if it asks one, with the sections that answer it."""
-    question = section.question
+    """Record the question of the section at ``position``, if it asks one, with its answers."""
+    question, doc_id = sections[position].question, ids[position]
     if question is None:
         return
-    answer = relevant_sections(sections, ids.index(doc_id))
+    answer = relevant_sections(sections, position)
     if isinstance(answer, str):
         built.unanswered.append(f"{doc_id} {question!r}: {answer}")
         return
@@ -117,7 +118,7 @@ def title(section: Section) -> str:
 
 
 def write(built: BuiltSet, folder: Path) -> None:
-    """Write the three BEIR files (UTF-8, one JSON object a line, sorted keys never reordered)."""
+    """Write the three BEIR files (UTF-8, one JSON object a line, every relevance score 1)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "corpus.jsonl").write_text(jsonl(built.corpus), encoding="utf-8")
     (folder / "queries.jsonl").write_text(jsonl(built.queries), encoding="utf-8")
