@@ -12,6 +12,7 @@ import pytest
 
 from services.synthesizer.citations import cite
 from services.synthesizer.extractive import extract_facts
+from services.synthesizer.llm_map import llm_extract_facts
 from services.synthesizer.reduce import NO_ANSWER, ReduceLimits, synthesize_answer
 from services.synthesizer.stages import split_into_batches
 from shared.backends import create_embedder
@@ -29,6 +30,7 @@ from shared.interfaces import Embedder
 from shared.markdown_source import split_front_matter
 from shared.settings import Settings
 from tests.conftest import REPO, require_embedder
+from tests.synthesizer.scripted_llm import ScriptedLLM
 
 LIMITS = ReduceLimits.from_settings(Settings())
 FRONT_MATTER = "---\ntitle: Untitled\nuuid: 1234\n---\n"
@@ -61,9 +63,9 @@ def chunks_of(path: Path, title: str, size: int = 0) -> list[Chunk]:
     ]
 
 
-def ask(question: str, chunks: list[Chunk], embedder: Embedder) -> Answer:
-    """Map and reduce without an LLM, the candidates in the given rank order."""
-    state = RerankedQuestion(
+def reranked(question: str, chunks: list[Chunk]) -> RerankedQuestion:
+    """The candidates in the given rank order, as a reranker without a model passes them."""
+    return RerankedQuestion(
         question_id=uuid.uuid4().hex,
         question=question,
         plan=Plan(variations=[question]),
@@ -77,6 +79,11 @@ def ask(question: str, chunks: list[Chunk], embedder: Embedder) -> Answer:
             model=None,
         ),
     )
+
+
+def ask(question: str, chunks: list[Chunk], embedder: Embedder) -> Answer:
+    """Map and reduce without an LLM."""
+    state = reranked(question, chunks)
     results = [extract_facts(batch, embedder) for batch in split_into_batches(state, 10)]
     answer, _ = synthesize_answer(state, results, None, LIMITS)
     return answer
@@ -181,3 +188,20 @@ def test_citation_offsets_count_from_the_first_character_of_the_file_front_matte
 
     path.write_text(text.replace("Clint", "Flint"))
     assert not cite(1, fact, Candidate(chunk=chunk)).verified  # checked against the file as it is now
+
+
+def test_the_llm_path_cites_only_passages_it_received_with_quotes_in_file_coordinates(tmp_path: Path) -> None:
+    received = tmp_path / "received.md"
+    received.write_text(FRONT_MATTER + "# Starter\n\nMy starter is called Clint. It lives in the fridge.\n")
+    state = reranked("What is my starter called?", chunks_of(received, "Untitled"))
+    llm = ScriptedLLM()
+
+    results = [llm_extract_facts(batch, llm, 1200, 6) for batch in split_into_batches(state, 10)]
+    answer, _ = synthesize_answer(state, results, llm, LIMITS)
+
+    assert answer.mode == "llm" and answer.citations, answer.markdown
+    text = received.read_text()
+    for citation in answer.citations:
+        assert citation.source_uri == str(received)
+        assert text[citation.char_start : citation.char_end] == citation.quote and citation.verified
+        assert citation.line == text.count("\n", 0, citation.char_start) + 1
