@@ -64,6 +64,7 @@ class Evidence(BaseModel):
     title: str
     source_uri: str
     page: int | None = None
+    line: int | None = None
     quote: str
     before: str = ""
     after: str = ""
