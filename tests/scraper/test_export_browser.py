@@ -1,4 +1,4 @@
-"""The real scraper in headless Chromium against the local replay server (SPEC §8)."""
+"""The real scraper in headless Chromium against the local replay server."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from services.scraper.errors import CloudflareChallenge, DiscoveryFailed, NotLog
 from services.scraper.exporter import export_library
 from services.scraper.session import interactive_login
 from shared.settings import Settings
-from tests.scraper.replay_server import ReplayEntry, ReplayLibrary
+from testing.perplexity_replay import ReplayEntry, ReplayLibrary
 
 pytestmark = pytest.mark.browser
 
@@ -72,7 +72,7 @@ def test_first_run_exports_every_live_thread_with_front_matter_turns_and_linked_
     assert "1. [The Rust Book](https://doc.rust-lang.org/book/)" in files[RUST]
 
 
-def test_discovery_puts_pinned_first_dedupes_and_stops_on_a_short_page(
+def test_discovery_puts_pinned_first_dedupes_and_pages_until_an_empty_page(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
     export_library(logged_in)
@@ -82,7 +82,7 @@ def test_discovery_puts_pinned_first_dedupes_and_stops_on_a_short_page(
         for r in library.requests("/rest/thread/list_ask_threads")
         if isinstance(r.body, dict) and r.body.get("limit") == SCRAPER_LIST_LIMIT
     ]
-    assert scraper_pages == [0, 3, 6]  # total_threads says 99; the short third page ends paging
+    assert scraper_pages == [0, 3, 6, 7]  # total_threads says 99; the empty page ends paging
     fetches = thread_fetches(library)
     assert fetches[0].endswith("AbCdEfGhIjKlMnOpQrStUv") and fetches[2].endswith("GbCdEfGhIjKlMnOpQrStUv")
     assert len({path for path in fetches}) == 7  # the pinned ones (also listed) are fetched once each
@@ -217,12 +217,12 @@ def test_401_mid_run_aborts_but_keeps_the_checkpoint_of_finished_threads(
     assert (resumed.new, resumed.unchanged, resumed.fetched) == (1, 5, 1)
 
 
-def test_cloudflare_challenge_fails_fast_with_an_actionable_message(
+def test_a_lasting_cloudflare_challenge_stops_before_any_api_call_with_an_actionable_message(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
     library.cloudflare = True
 
-    with pytest.raises(CloudflareChallenge, match="HINDSIGHT_SCRAPE_HEADLESS=false"):
+    with pytest.raises(CloudflareChallenge, match=r"did not clear.*hindsight scrape --login"):
         export_library(logged_in)
     assert not [r.path for r in library.log if r.path.startswith(("/rest/", "/api/"))]
 
