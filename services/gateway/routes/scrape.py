@@ -23,7 +23,8 @@ from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.routes.public import live_workers_per_queue
 from services.gateway.streaming import stream_events
 from shared.contracts import Event, ScrapeRequest
-from shared.scrape_runs import SCRAPE_LOCK_KEY, enqueue_scrape, lock_ttl_s, scrape_job_key
+from shared.events import redis_client
+from shared.scrape_runs import SCRAPE_LOCK_KEY, enqueue_scrape, lock_ttl_s, release_lock, scrape_job_key
 from shared.topology import Queue
 
 router = APIRouter(prefix="/v1/scrape", tags=["scrape"])
@@ -42,18 +43,19 @@ class ScrapeAccepted(BaseModel):
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=ScrapeAccepted)
 async def scrape(client: RedisDep, settings: SettingsDep, body: ScrapeStart | None = None) -> ScrapeAccepted:
-    workers = await asyncio.to_thread(live_workers_per_queue)
-    if not workers.get(Queue.SCRAPE.value):
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE,
-            "no scrape worker is running: `hindsight up` starts one (in Docker, the `scraper` service)",
-        )
     job_id = uuid.uuid4().hex
     if not await client.set(SCRAPE_LOCK_KEY, job_id, nx=True, ex=lock_ttl_s(settings)):
         running = str(await client.get(SCRAPE_LOCK_KEY))
         raise HTTPException(
             status.HTTP_409_CONFLICT,
             f"a scrape is already running (job {running}); follow /v1/scrape/{running}/events",
+        )
+    workers = await asyncio.to_thread(live_workers_per_queue)
+    if not workers.get(Queue.SCRAPE.value):
+        await asyncio.to_thread(release_lock, job_id, redis_client(settings.redis_url))
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "no scrape worker is running: `hindsight up` starts one (in Docker, the `scraper` service)",
         )
     await client.set(scrape_job_key(job_id), "1", ex=settings.event_ttl_s)
     request = ScrapeRequest(job_id=job_id, refetch_all=body.refetch_all if body else False)
