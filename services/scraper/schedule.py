@@ -21,7 +21,11 @@ from shared.settings import Settings
 log = logging.getLogger(__name__)
 
 
-def sync_once(settings: Settings, client: redis.Redis | None = None) -> str | None:
+def sync_once(
+    settings: Settings,
+    client: redis.Redis | None = None,
+    enqueue: Callable[[ScrapeRequest], None] = enqueue_scrape,
+) -> str | None:
     """Queue a scrape run and return its job id; ``None`` when a run is already going."""
     client = client or redis_client(settings.redis_url)
     job_id = uuid.uuid4().hex
@@ -30,7 +34,7 @@ def sync_once(settings: Settings, client: redis.Redis | None = None) -> str | No
         log.info("scheduled sync skipped: scrape job %s is still running", running)
         return None
     client.set(scrape_job_key(job_id), "1", ex=settings.event_ttl_s)
-    enqueue_scrape(ScrapeRequest(job_id=job_id))
+    enqueue(ScrapeRequest(job_id=job_id))
     log.info("scheduled sync queued scrape job %s", job_id)
     return job_id
 

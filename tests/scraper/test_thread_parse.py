@@ -1,4 +1,4 @@
-"""Both answer shapes of SPEC §4, parsed from entries the replay server's builders produce."""
+"""Both answer shapes (docs/perplexity.md, "Thread entries"), parsed from entries the replay server builds."""
 
 from __future__ import annotations
 
