@@ -48,6 +48,7 @@ class ThreadRecord(BaseModel):
     listing: str = ""
     identity: str = ""
     imported: bool = False
+    format: int = Field(default=1, description="the MARKDOWN_FORMAT the file was rendered in")
 
 
 class Checkpoint(BaseModel):

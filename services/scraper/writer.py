@@ -19,7 +19,7 @@ from services.scraper.checkpoint import (
     write_atomic,
 )
 from services.scraper.filenames import thread_relpath
-from services.scraper.markdown import render_thread
+from services.scraper.markdown import MARKDOWN_FORMAT, render_thread
 from services.scraper.models import Thread
 from shared.contracts import ExportReport
 
@@ -52,10 +52,15 @@ class ThreadWriter:
         return relpath
 
     def is_current(self, uuid: str, listing: str) -> bool:
-        """The listing shows no change since the last write, and the file is still there."""
+        """The listing shows no change since the last write, whose file is still there in the current
+        format."""
         record = self.checkpoint.get(uuid)
         return bool(
-            record and listing and record.listing == listing and (self.export_dir / record.path).exists()
+            record
+            and listing
+            and record.listing == listing
+            and record.format == MARKDOWN_FORMAT
+            and (self.export_dir / record.path).exists()
         )
 
     def known_gone(self, uuid: str, listing: str) -> bool:
@@ -83,8 +88,16 @@ class ThreadWriter:
             record = self.checkpoint.data.threads.pop(other[0])  # scraped now: it replaces the import
             self._note_change()
         relpath = self._relpath(thread)
-        fresh = ThreadRecord(hash=digest, path=relpath, listing=listing, identity=identity, imported=imported)
-        if record and record.hash == digest and (self.export_dir / record.path).exists():
+        fresh = ThreadRecord(
+            hash=digest,
+            path=relpath,
+            listing=listing,
+            identity=identity,
+            imported=imported,
+            format=MARKDOWN_FORMAT,
+        )
+        current = record and record.hash == digest and record.format == MARKDOWN_FORMAT
+        if record and current and (self.export_dir / record.path).exists():
             kept = fresh.model_copy(update={"path": record.path})
             if kept != record or self.checkpoint.get(thread.uuid) is None:
                 self.checkpoint.put(thread.uuid, kept)

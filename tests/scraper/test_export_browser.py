@@ -27,6 +27,11 @@ def front_matter(path: Path) -> dict[str, str]:
     return {key: json.loads(value) for key, value in (line.split(": ", 1) for line in head.splitlines())}
 
 
+def section(markdown: str, question: str) -> str:
+    """The ``## question`` section of an exported thread: its answer and its own numbered sources."""
+    return markdown.split(f"## {question}\n", 1)[1].split("\n## ", 1)[0]
+
+
 def exported(settings: Settings) -> dict[str, str]:
     root = settings.export_root
     return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in root.rglob("*.md")}
@@ -59,16 +64,17 @@ def test_first_run_exports_every_live_thread_with_front_matter_turns_and_linked_
     assert (
         quantum.index("## What is quantum") < quantum.index("## How does") < quantum.index("## What is the")
     )
-    # Schematized shape: ask_text alone (not the repeated sections), markers linked to that turn's sources.
+    # Schematized shape: ask_text alone (not the repeated sections), each turn with its own sources.
     assert quantum.count("It protects qubits") == 1
-    assert (
-        "It protects qubits [[1]](https://example.org/surface) using codes [[2]](https://example.org/threshold)."
-        in (quantum)
-    )
-    assert "About one percent [[2]](https://example.org/surface)" in quantum
-    assert "1. [Surface codes explained](https://example.org/surface)" in quantum
+    first = section(quantum, "What is quantum error correction?")
+    assert "It protects qubits [1] using codes [2]." in first
+    assert "1. [Surface codes explained](https://example.org/surface)" in first
+    assert "2. [Threshold theorem](https://example.org/threshold)" in first
+    third = section(quantum, "What is the threshold?")
+    assert "About one percent [2], per the theorem [1]." in third
+    assert "2. [Surface codes explained](https://example.org/surface)" in third
     # Plain shape (`text` steps only): answer and sources still come through.
-    assert "Two mutable borrows overlap [[1]](https://doc.rust-lang.org/book/)." in files[RUST]
+    assert "Two mutable borrows overlap [1]." in files[RUST]
     assert "1. [The Rust Book](https://doc.rust-lang.org/book/)" in files[RUST]
 
 

@@ -131,7 +131,8 @@ def test_blocks_without_text_and_a_sources_object_keep_answer_and_sources(
     export_library(logged_in)
 
     text = written(logged_in, "Blocks only")
-    assert "Gauss [[1]](https://example.org/maxwell) and Faraday [[3]](https://example.org/faraday)" in text
+    assert "Gauss [1] and Faraday [3] in the lecture notes." in text
+    assert "1. [Maxwell's equations](https://example.org/maxwell)" in text
     assert "3. [Faraday's law](https://example.org/faraday)" in text
 
 
@@ -141,8 +142,10 @@ def test_sources_only_in_sources_answer_mode_rows_are_numbered_by_citation(
     export_library(logged_in)
 
     text = written(logged_in, "Sources mode")
-    assert "Faraday [[3]](https://example.org/faraday)" in text  # rows arrive in reverse order
+    assert "Gauss [1] and Faraday [3]" in text
+    # The rows arrive in reverse order: each source sits at its citation number all the same.
     assert "1. [Maxwell's equations](https://example.org/maxwell)" in text
+    assert "3. [Faraday's law](https://example.org/faraday)" in text
 
 
 def test_pplx_app_links_are_rendered_as_their_label(logged_in: Settings, library: ReplayLibrary) -> None:
@@ -165,7 +168,7 @@ def test_a_deep_research_turn_is_read_from_the_workflow_block_and_its_sources(
     export_library(logged_in)
 
     text = written(logged_in, "Deep research")
-    assert "Gauss [[1]](https://example.org/maxwell)" in text
+    assert "Gauss [1] and Faraday [3] in the lecture notes." in text  # the chunks, not the lagging text
     assert "Planning the report" not in text  # thinking is not the answer
     assert "2. [Gauss's law](https://example.org/gauss)" in text
 
