@@ -174,13 +174,21 @@ def scrape_library(
     refetch_all: Annotated[
         bool, typer.Option("--refetch-all", help="Fetch every thread, not only those whose listing moved.")
     ] = False,
+    no_index: Annotated[
+        bool, typer.Option("--no-index", help="Export only; do not index the folder.")
+    ] = False,
+    headless: Annotated[
+        bool, typer.Option("--headless", help="No browser window (Cloudflare often challenges headless).")
+    ] = False,
     export_dir: ExportDir = None,
 ) -> None:
-    """Export the library; only new or changed threads are written."""
+    """Export the library (only new or changed threads are written), then index the export folder."""
     from cli.actions import scrape
 
     with scraper_errors():
-        report = scrape.scrape(scrape.settings_for(export_dir), login, refetch_all)
+        report = scrape.scrape(
+            scrape.settings_for(export_dir), login, refetch_all, index=not no_index, headless=headless or None
+        )
     if report.failed:
         raise typer.Exit(2)
 
