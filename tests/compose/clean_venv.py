@@ -14,6 +14,7 @@ import sys
 import sysconfig
 import tomllib
 from collections import defaultdict
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
@@ -62,13 +63,21 @@ def closure(extras: tuple[str, ...], requirements: tuple[str, ...] = ()) -> set[
     return names
 
 
+def _installed_files(dist: metadata.Distribution) -> list[tuple[str, ...]]:
+    """The distribution's files inside site-packages, as path parts (from its RECORD)."""
+    record = dist.read_text("RECORD") or ""
+    parts = (tuple(line.rsplit(",", 2)[0].split("/")) for line in record.splitlines() if line)
+    return [p for p in parts if p[0] != ".."]
+
+
+@cache
 def _top_level_owners() -> dict[str, set[str]]:
     """Each top-level entry of site-packages and the installed distributions with files under it."""
     owners: dict[str, set[str]] = defaultdict(set)
     for dist in metadata.distributions():
-        for file in dist.files or []:
-            if file.parts and file.parts[0] != "..":
-                owners[file.parts[0]].add(canonicalize_name(dist.metadata["Name"]))
+        name = canonicalize_name(dist.metadata["Name"])
+        for top in {parts[0] for parts in _installed_files(dist)}:
+            owners[top].add(name)
     return owners
 
 
@@ -84,12 +93,10 @@ def build(target: Path, distributions: set[str]) -> Path:
     source = Path(sysconfig.get_paths()["purelib"])
     owners = _top_level_owners()
     for name in sorted(distributions):
-        for file in metadata.distribution(name).files or []:
-            if not file.parts or file.parts[0] == "..":
-                continue
+        for file in _installed_files(metadata.distribution(name)):
             # An entry only this distribution uses is linked whole; a shared one (a namespace
             # package) file by file, so no other distribution's modules come along.
-            parts = file.parts[:1] if owners[file.parts[0]] == {name} else file.parts
+            parts = file[:1] if owners[file[0]] == {name} else file
             link = site.joinpath(*parts)
             if not link.exists() and not link.is_symlink():
                 link.parent.mkdir(parents=True, exist_ok=True)
