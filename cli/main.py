@@ -104,12 +104,18 @@ def index(
     watch: Annotated[
         bool, typer.Option("--watch", help="Keep watching and re-sync after every change (Ctrl-C stops).")
     ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Allow deleting more than half of the folder's documents.")
+    ] = False,
 ) -> None:
-    """Index (or re-sync) a folder and show its progress; with --watch, keep it in sync."""
+    """Index (or re-sync) a folder and show its progress; with --watch, keep it in sync.
+
+    The folder becomes one of the roots Hindsight may read (``roots.txt`` in the data folder)."""
     if watch:
         index_and_watch(default_client(), root, get_settings().watch_debounce_ms)
     else:
-        run_index(default_client(), root)
+        if run_index(default_client(), root, force) is None:
+            raise typer.Exit(1)
 
 
 @app.command()

@@ -8,11 +8,11 @@ payload fails loudly at the boundary instead of deep inside a stage.
 from __future__ import annotations
 
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Contract(BaseModel):
@@ -103,6 +103,17 @@ class SearchFilters(Contract):
     path_prefix: str | None = None
     date_from: datetime | None = None
     date_to: datetime | None = None
+
+    @field_validator("date_from", "date_to")
+    @classmethod
+    def _in_utc(cls, value: datetime | None) -> datetime | None:
+        """Dates compare in UTC (a naive one is taken as UTC); one that has no UTC time is refused."""
+        if value is None:
+            return None
+        try:
+            return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+        except OverflowError as exc:
+            raise ValueError("the date is out of range once converted to UTC") from exc
 
 
 class Candidate(Contract):
@@ -319,6 +330,8 @@ class IndexRequest(Contract):
 
     job_id: str
     root: str
+    # Allow a scan to delete more than half of the root's documents (they really are gone).
+    force: bool = False
 
 
 class IndexFileTask(Contract):
@@ -362,6 +375,8 @@ class ScanReport(Contract):
     chunks: int = 0
     failures: list[IndexFileResult] = Field(default_factory=list)
     skipped_files: list[IndexFileResult] = Field(default_factory=list)
+    # The paths whose documents this scan deleted from the index.
+    deleted_files: list[str] = Field(default_factory=list)
     elapsed_s: float = 0.0
 
 

@@ -69,7 +69,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     samples = tmp_path_factory.mktemp("samples") / "samples"
     shutil.copytree(REPO / "samples", samples)
     port = free_port()
-    env = hindsight_env(data_dir, f"redis://127.0.0.1:{free_port()}/0", port, COLUMNS="200")
+    env = hindsight_env(
+        data_dir, f"redis://127.0.0.1:{free_port()}/0", port, COLUMNS="200", HINDSIGHT_ROOTS=str(samples)
+    )
     try:
         output = cli(env, "up")
         assert "requires an API key" in output

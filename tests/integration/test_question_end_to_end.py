@@ -17,6 +17,7 @@ from cli.client import GatewayClient
 from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, wait_until
 from shared.contracts import Answer
+from shared.index_jobs import register_root
 from shared.settings import Settings
 from testing.processes import free_port
 from tests.conftest import REPO, require_embedder
@@ -43,6 +44,7 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         gateway_url=f"http://127.0.0.1:{port}",
     )
     ensure_local_key(settings)
+    register_root(settings, corpus)  # as `hindsight index` does
     local = LocalStack(settings)
     local.up()
     client = GatewayClient(settings.gateway_url, client_key(settings))

@@ -14,11 +14,18 @@ from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.evidence import evidence_for
 from services.gateway.limits import enforce_backpressure
 from services.gateway.metrics import require_known_stream, track
-from services.gateway.schemas import Evidence, QuestionAccepted, QuestionRequest, QuestionStatus
-from services.gateway.streaming import stream_events
+from services.gateway.schemas import (
+    EVENT_STREAM_RESPONSES,
+    Evidence,
+    QuestionAccepted,
+    QuestionRequest,
+    QuestionStatus,
+)
+from services.gateway.streaming import LastEventId, event_stream
 from services.gateway.workflow import start_question
 from shared.contracts import Answer, Question
 from shared.events import TERMINAL_STAGE, StreamEntries, answer_key, decode_entry, events_key
+from shared.index_jobs import allowed_roots
 from shared.logging import bind_question
 from shared.topology import QUESTION_QUEUES
 
@@ -43,7 +50,7 @@ async def ask(
     accepted = Question(question_id=question_id, question=question, options=body.options)
     with bind_question(question_id):
         log.info("question accepted", extra={"caller": request.state.caller, "chars": len(question)})
-        await track(client, "q", question_id)
+        await track(client, "q", question_id, settings.event_ttl_s)
         await asyncio.to_thread(start_question, accepted)
     return QuestionAccepted(
         id=question_id,
@@ -70,10 +77,13 @@ async def question_status(question_id: str, client: RedisDep) -> QuestionStatus:
     return QuestionStatus(id=question_id, status="pending")
 
 
-@router.get("/{question_id}/events")
-async def question_events(question_id: str, request: Request, client: RedisDep) -> EventSourceResponse:
+@router.get("/{question_id}/events", response_class=EventSourceResponse, responses=EVENT_STREAM_RESPONSES)
+async def question_events(
+    question_id: str, request: Request, client: RedisDep, settings: SettingsDep, after: LastEventId = None
+) -> EventSourceResponse:
     await require_known_stream(client, "q", question_id)
-    return EventSourceResponse(stream_events(request, client, question_id, TERMINAL_STAGE))
+    idle_limit_s = settings.question_stall_s + settings.question_time_limit_s
+    return event_stream(request, client, question_id, TERMINAL_STAGE, after, idle_limit_s)
 
 
 @router.get("/{question_id}/citations/{number}", response_model=Evidence)
@@ -86,4 +96,4 @@ async def citation_evidence(
     citation = next((c for c in answer.citations if c.number == number), None)
     if citation is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the answer has no citation [{number}]")
-    return await asyncio.to_thread(evidence_for, citation, settings.roots)
+    return await asyncio.to_thread(evidence_for, citation, allowed_roots(settings))
