@@ -29,6 +29,15 @@ class QuestionStatus(BaseModel):
     error: str | None = None
 
 
+class QuestionSummary(BaseModel):
+    """One entry of the question history: ``GET /v1/questions/{id}`` has its answer."""
+
+    id: str
+    question: str
+    asked_at: float
+    status: Literal["pending", "done", "failed"]
+
+
 class IndexStart(BaseModel):
     root: str = Field(min_length=1)
 
@@ -58,7 +67,8 @@ class Health(BaseModel):
 
 
 class Evidence(BaseModel):
-    """A cited quote with the source text around it (``before`` + ``quote`` + ``after``)."""
+    """A cited quote with the source text around it (``before`` + ``quote`` + ``after``); for a thread
+    exported from Perplexity, its perplexity.ai address and the question of the turn quoted."""
 
     number: int
     title: str
@@ -69,3 +79,5 @@ class Evidence(BaseModel):
     after: str = ""
     located: bool = False
     verified: bool = False
+    thread_url: str | None = None
+    turn_question: str | None = None

@@ -1,4 +1,5 @@
-"""``/``, ``/healthz`` and ``/metrics``: open to anyone who reaches the gateway; they carry no user data."""
+"""``/`` with the page's ``/static`` files, ``/healthz`` and ``/metrics``: open to anyone who reaches the
+gateway; they carry no user data."""
 
 from __future__ import annotations
 
@@ -6,18 +7,16 @@ import asyncio
 from pathlib import Path
 
 import redis.asyncio as aioredis
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.responses import FileResponse, Response
-from kombu.exceptions import OperationalError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from redis.exceptions import RedisError
 
 from services.gateway.deps import RedisDep
 from services.gateway.schemas import Health
-from shared.celery_app import app as celery_app
+from services.gateway.worker_census import live_workers_per_queue
 from shared.contracts import RerankerStatus
 from shared.events import RERANKER_STATUS_PREFIX
-from shared.topology import QUEUES, REQUIRED_QUEUES
+from shared.topology import REQUIRED_QUEUES
 
 STATIC_DIR = Path(__file__).parents[1] / "static"
 router = APIRouter()
@@ -26,6 +25,19 @@ router = APIRouter()
 @router.get("/", include_in_schema=False)
 async def web_page() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+
+
+# The page's own files; any other name is 404, so nothing else under the folder is ever served.
+PAGE_ASSETS = {"page.css": "text/css", "page.js": "text/javascript"}
+
+
+@router.get("/static/{name}", include_in_schema=False)
+async def page_asset(name: str) -> FileResponse:
+    if name not in PAGE_ASSETS:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no file {name}")
+    return FileResponse(
+        STATIC_DIR / name, media_type=PAGE_ASSETS[name], headers={"Cache-Control": "no-cache"}
+    )
 
 
 @router.get("/metrics", include_in_schema=False)
@@ -52,17 +64,3 @@ async def reranker_statuses(client: aioredis.Redis) -> list[RerankerStatus]:
     keys = [key async for key in client.scan_iter(match=f"{RERANKER_STATUS_PREFIX}*")]
     values = await client.mget(keys) if keys else []
     return [RerankerStatus.model_validate_json(v) for v in values if v]
-
-
-def live_workers_per_queue(timeout_s: float = 1.0) -> dict[str, int]:
-    """How many live workers consume each queue, from a broadcast ping of the workers; none while the
-    broker cannot be reached (a restarting Redis), so that /healthz says degraded instead of failing."""
-    counts = {queue.value: 0 for queue in QUEUES}
-    try:
-        replies = celery_app.control.inspect(timeout=timeout_s).active_queues() or {}
-    except (OSError, RedisError, OperationalError):
-        return counts
-    for queues in replies.values():
-        for queue in queues:
-            counts[queue["name"]] = counts.get(queue["name"], 0) + 1
-    return counts
