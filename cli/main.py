@@ -78,12 +78,15 @@ def ask(
         Strategy | None, typer.Option(help="precise or exhaustive (default: the planner decides)")
     ] = None,
     as_json: AsJson = False,
+    stages: Annotated[
+        bool, typer.Option("--stages", help="Print each stage's details as it finishes.")
+    ] = False,
 ) -> None:
-    """Ask a question; watch the stages live, then read the cited answer (Ctrl-C cancels it)."""
+    """Ask a question and read the cited answer (Ctrl-C cancels it)."""
     if not question.strip():
         console.print('[red]nothing to ask[/red]: hindsight ask "What did I find out about …?"')
         raise typer.Exit(2)
-    if ask_question(question, strategy, as_json) is None:
+    if ask_question(question, strategy, as_json, stages) is None:
         raise typer.Exit(1)
 
 

@@ -138,10 +138,9 @@ def reranker_line(statuses: object) -> str:
         return "[yellow]no reranker worker has reported yet[/yellow]"
     if all(s.mode == "scoring" for s in reported):
         return f"[green]scoring[/green] with {reported[0].model}"
-    passing = next(s for s in reported if s.mode == "pass-through")
     return (
-        f"[yellow]pass-through: passages keep the search's order, nothing re-ranks them "
-        f"({passing.detail}); `hindsight models pull` installs the cross-encoder[/yellow]"
+        "[yellow]pass-through: no cross-encoder model, so passages keep the search's order; "
+        "`hindsight models pull` installs it[/yellow]"
     )
 
 

@@ -61,6 +61,23 @@ def test_every_command_that_needs_the_gateway_says_hindsight_is_not_running(tmp_
         assert "Traceback" not in said(result), args
 
 
+def test_an_import_without_hindsight_running_says_what_to_run_to_index_it(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env.update(
+        PYTHONPATH=str(REPO), COLUMNS="300", HINDSIGHT_DATA_DIR=str(tmp_path / "data"),
+        HINDSIGHT_GATEWAY_URL=f"http://127.0.0.1:{free_port()}",
+    )  # fmt: skip
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    (downloads / "How do I feed a starter.md").write_text(
+        "# How do I feed a starter?\n\nDaily, flour and water.\n"
+    )
+    result = hindsight(env, "import", "perplexity-markdown", str(downloads))
+    assert result.returncode == 0, said(result)
+    exports = tmp_path / "data" / "exports"
+    assert f"start Hindsight with `hindsight up`, then run `hindsight index {exports}`" in said(result)
+
+
 def test_empty_search_and_empty_question_are_refused_in_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "HINDSIGHT_DATA_DIR": str(tmp_path)}
     for args, message in ((["search", ""], "nothing to search for"), (["ask", "  "], "nothing to ask")):
