@@ -69,6 +69,15 @@ class QuestionStatus(BaseModel):
     error: str | None = None
 
 
+class QuestionSummary(BaseModel):
+    """One entry of the question history: ``GET /v1/questions/{id}`` has its answer."""
+
+    id: str
+    question: str
+    asked_at: float
+    status: Literal["pending", "done", "failed"]
+
+
 class IndexStart(BaseModel):
     root: FolderPath
     # Let the scan delete more than half of the folder's documents (they really are gone).
@@ -107,7 +116,8 @@ class Health(BaseModel):
 
 
 class Evidence(BaseModel):
-    """A cited quote with the source text around it (``before`` + ``quote`` + ``after``)."""
+    """A cited quote with the source text around it (``before`` + ``quote`` + ``after``); for a thread
+    exported from Perplexity, its perplexity.ai address and the question of the turn quoted."""
 
     number: int
     title: str
@@ -119,3 +129,5 @@ class Evidence(BaseModel):
     after: str = ""
     located: bool = False
     verified: bool = False
+    thread_url: str | None = None
+    turn_question: str | None = None

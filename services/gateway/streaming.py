@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, cast
 
 import redis.asyncio as aioredis
@@ -22,6 +22,7 @@ from shared.contracts import Event
 from shared.events import EVENT_FIELD, StreamEntries, StreamReply, decode_entry, events_key
 
 SSE_BLOCK_MS = 15_000
+SentEvents = AsyncIterator[dict[str, str]]
 # A Redis stream entry id: milliseconds, a dash, a sequence number.
 STREAM_ID_PATTERN = r"^[0-9]{1,20}-[0-9]{1,20}$"
 
@@ -47,8 +48,11 @@ def event_stream(
     terminal_stage: str,
     after: str | None,
     idle_limit_s: float,
+    annotate: Callable[[SentEvents], SentEvents] | None = None,
 ) -> EventSourceResponse:
-    """The SSE response for one stream, or 429 when the caller already holds too many open."""
+    """The SSE response for one stream, or 429 when the caller already holds too many open.
+    ``annotate`` may rewrite the events on their way out (the questions route turns a quiet spell
+    with a stage's worker gone into a ``waiting`` event)."""
     caller = getattr(request.state, "caller", "anonymous")
     limit = request.app.state.settings.max_streams_per_key
     if open_streams(request)[caller] >= limit:
@@ -59,7 +63,7 @@ def event_stream(
             headers={"Retry-After": "5"},
         )
     events = stream_events(request, client, stream_id, terminal_stage, after or "0-0", idle_limit_s)
-    return EventSourceResponse(counted(request, caller, events))
+    return EventSourceResponse(counted(request, caller, annotate(events) if annotate else events))
 
 
 async def counted(
