@@ -64,11 +64,12 @@ def source_hashes(blocks: list[str]) -> str:
 
 
 def content_security_policy(page: Path) -> str:
-    """A policy that admits the page's own inline script and style, by hash, and nothing else."""
+    """A policy that admits the gateway's own script and style files and the page's inline blocks, by
+    hash, and nothing else."""
     parser = InlineBlocks()
     parser.feed(page.read_text(encoding="utf-8"))
-    scripts = source_hashes(parser.blocks["script"]) or "'none'"
-    styles = source_hashes(parser.blocks["style"]) or "'none'"
+    scripts = " ".join(["'self'", source_hashes(parser.blocks["script"])]).strip()
+    styles = " ".join(["'self'", source_hashes(parser.blocks["style"])]).strip()
     return (
         f"default-src 'none'; script-src {scripts}; style-src {styles}; connect-src 'self'; "
         "img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
