@@ -242,15 +242,27 @@ class LibraryPage:
 def open_library(page: Page, settings: Settings) -> LibraryPage:
     library = LibraryPage(page)
     page.on("response", library.on_response)
-    url = f"{settings.perplexity_base_url.rstrip('/')}/library"
-    try:
-        response = page.goto(url, wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
-    except PlaywrightError as exc:
-        raise BrowserUnavailable(f"Could not open {url}: {exc.message.splitlines()[0]}") from exc
+    response = goto_library(page, settings)
     challenged = wait_out_challenge(page, settings.scrape_challenge_wait_s)
     if not challenged and response is not None and response.status in (401, 403):
-        raise NotLoggedIn(f"{url} answered {response.status}; the saved login has expired. {RELOGIN_HINT}")
+        raise NotLoggedIn(
+            f"{page.url} answered {response.status}; the saved login has expired. {RELOGIN_HINT}"
+        )
     return library
+
+
+def goto_library(page: Page, settings: Settings) -> Response | None:
+    url = f"{settings.perplexity_base_url.rstrip('/')}/library"
+    try:
+        return page.goto(url, wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
+    except PlaywrightError as exc:
+        raise BrowserUnavailable(f"Could not open {url}: {exc.message.splitlines()[0]}") from exc
+
+
+def reload_past_challenge(page: Page, settings: Settings) -> None:
+    """Open the library page again and wait out the challenge it shows (mid-run challenges)."""
+    goto_library(page, settings)
+    wait_out_challenge(page, settings.scrape_challenge_wait_s)
 
 
 @dataclass
@@ -288,6 +300,7 @@ def scrape_session(settings: Settings) -> Iterator[BrowserSession]:
             settings.perplexity_base_url,
             policy,
             api_version=library.api_version,
+            clear_challenge=lambda: reload_past_challenge(page, settings),
         )
         yield BrowserSession(page=page, client=client, user=user)
         save_state(context, state)
