@@ -117,13 +117,18 @@ def user_agent(browser: Browser) -> str:
     )
 
 
+def has_desktop() -> bool:
+    """A window can be shown: a DISPLAY is set, or the platform is not one that needs it."""
+    return bool(os.environ.get("DISPLAY")) or sys.platform != "linux"
+
+
 @contextmanager
 def display_env(headless: bool) -> Iterator[dict[str, str | float | bool] | None]:
     """The environment a headful browser needs: a virtual display (Xvfb) when there is no desktop.
 
     ``None`` means "the process's own environment" (headless, or a DISPLAY is already set).
     """
-    if headless or os.environ.get("DISPLAY") or sys.platform != "linux":
+    if headless or has_desktop():
         yield None
         return
     if not shutil.which("Xvfb"):
@@ -316,7 +321,22 @@ def interactive_login(
     browser and user agent are the ones scrapes use.
     """
     base = settings.perplexity_base_url.rstrip("/")
-    with sync_playwright() as playwright, open_browser(playwright, settings, headless) as browser:
+    with sync_playwright() as playwright:
+        chromium_executable(settings, playwright)  # no browser at all is the first thing to say
+        if not headless and not has_desktop():
+            raise BrowserUnavailable(
+                "Logging in needs a browser window you can see, and this machine has no desktop (DISPLAY "
+                "is unset). Run `hindsight scrape --login` on a machine with one, then copy the saved login "
+                f"({settings.perplexity_state_path.name}) to {settings.perplexity_state_path}."
+            )
+        return _log_in(playwright, settings, on_waiting, headless, base)
+
+
+def _log_in(
+    playwright: Playwright, settings: Settings, on_waiting: Callable[[Page], None], headless: bool, base: str
+) -> dict[str, Any]:
+    """The login window: wait until a tab on Perplexity's origin is logged in, then save the state."""
+    with open_browser(playwright, settings, headless) as browser:
         context = browser.new_context(user_agent=user_agent(browser))
         page = context.new_page()
         page.goto(f"{base}/settings", wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
