@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 
-import redis.asyncio as aioredis
 from fastapi import APIRouter, HTTPException, Request, status
 from pydantic import BaseModel
 from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.deps import RedisDep, SettingsDep
-from services.gateway.routes.public import live_workers_per_queue
-from services.gateway.streaming import stream_events
+from services.gateway.schemas import EVENT_STREAM_RESPONSES, error_responses
+from services.gateway.streaming import LastEventId, SentEvents, event_stream
+from services.gateway.worker_census import census
 from shared.contracts import Event, ScrapeRequest
 from shared.events import redis_client
 from shared.scrape_runs import SCRAPE_LOCK_KEY, enqueue_scrape, lock_ttl_s, release_lock, scrape_job_key
@@ -41,7 +40,12 @@ class ScrapeAccepted(BaseModel):
     events_url: str
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=ScrapeAccepted)
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=ScrapeAccepted,
+    responses=error_responses(409, 503),
+)
 async def scrape(client: RedisDep, settings: SettingsDep, body: ScrapeStart | None = None) -> ScrapeAccepted:
     job_id = uuid.uuid4().hex
     if not await client.set(SCRAPE_LOCK_KEY, job_id, nx=True, ex=lock_ttl_s(settings)):
@@ -50,8 +54,7 @@ async def scrape(client: RedisDep, settings: SettingsDep, body: ScrapeStart | No
             status.HTTP_409_CONFLICT,
             f"a scrape is already running (job {running}); follow /v1/scrape/{running}/events",
         )
-    workers = await asyncio.to_thread(live_workers_per_queue)
-    if not workers.get(Queue.SCRAPE.value):
+    if await census.without_worker((Queue.SCRAPE,)):
         await asyncio.to_thread(release_lock, job_id, redis_client(settings.redis_url))
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
@@ -72,17 +75,21 @@ def ends_scrape_job(event: Event) -> bool:
     )
 
 
-async def scrape_job_events(
-    request: Request, client: aioredis.Redis, job_id: str
-) -> AsyncIterator[dict[str, str]]:
-    async for message in stream_events(request, client, job_id, INDEX_STAGE):
+async def until_scrape_job_ends(events: SentEvents) -> SentEvents:
+    """The job's events, ending with the scrape's failure, or its success when it queued no index
+    job, or else the index job's report."""
+    async for message in events:
         yield message
         if "data" in message and ends_scrape_job(Event.model_validate_json(message["data"])):
             return
 
 
-@router.get("/{job_id}/events")
-async def scrape_events(job_id: str, request: Request, client: RedisDep) -> EventSourceResponse:
+@router.get("/{job_id}/events", response_class=EventSourceResponse, responses=EVENT_STREAM_RESPONSES)
+async def scrape_events(
+    job_id: str, request: Request, client: RedisDep, settings: SettingsDep, after: LastEventId = None
+) -> EventSourceResponse:
     if not await client.exists(scrape_job_key(job_id)):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no scrape job {job_id}")
-    return EventSourceResponse(scrape_job_events(request, client, job_id))
+    return event_stream(
+        request, client, job_id, INDEX_STAGE, after, lock_ttl_s(settings), annotate=until_scrape_job_ends
+    )
