@@ -32,7 +32,7 @@ app = typer.Typer(
 )
 models_app = typer.Typer(help="Provision the ONNX models (build steps, run once).", no_args_is_help=True)
 keys_app = typer.Typer(help="Create, list and revoke the API keys the gateway accepts.", no_args_is_help=True)
-scrape_app = typer.Typer(help="Export your Perplexity library to Markdown with a browser.")
+scrape_app = typer.Typer(help="Export your Perplexity library to Markdown with a browser, then index it.")
 import_app = typer.Typer(help="Import Perplexity's own export files (no scraping).")
 app.add_typer(models_app, name="models")
 app.add_typer(keys_app, name="keys")

@@ -289,6 +289,7 @@ class ReplayLibrary:
     list_ignores_offset: bool = False
     cloudflare: bool = False
     challenge_clears_at: float | None = None
+    challenge_for_s: float | None = None
     faults: dict[str, list[int]] = field(default_factory=dict)
     retry_after: str = "1"
     log: list[LoggedRequest] = field(default_factory=list)
@@ -296,6 +297,14 @@ class ReplayLibrary:
 
     def thread(self, ident: str) -> ReplayThread | None:
         return next((t for t in self.threads if ident in (t.slug, t.uuid)), None)
+
+    def challenged(self) -> bool:
+        """Whether Cloudflare's challenge answers now: for good (``cloudflare``), until
+        ``challenge_clears_at``, or for ``challenge_for_s`` from the first request that meets it."""
+        if self.challenge_for_s is not None and self.challenge_clears_at is None:
+            self.challenge_clears_at = time.monotonic() + self.challenge_for_s
+        clears_at = self.challenge_clears_at
+        return self.cloudflare or (clears_at is not None and time.monotonic() < clears_at)
 
     def take_fault(self, key: str) -> int | None:
         with self.lock:
@@ -402,8 +411,7 @@ class ReplayHandler(BaseHTTPRequestHandler):
     def _route(self) -> None:
         url = urlsplit(self.path)
         path, query = unquote(url.path), parse_qs(url.query)
-        clears_at = self.library.challenge_clears_at
-        if self.library.cloudflare or (clears_at is not None and time.monotonic() < clears_at):
+        if self.library.challenged():
             return self._html(
                 403, CHALLENGE_HTML.replace("</body>", f"<script>{_CHALLENGE_JS}</script></body>")
             )

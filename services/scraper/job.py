@@ -1,17 +1,20 @@
 """The ``scrape.run`` job: export, report progress, and hand changed files to the indexer.
 
 Its events go to the job's stream under the ``scrape`` stage; the ``done`` event's data carries the
-export's counts and ``index_queued``. When a file changed, ``index.scan`` of the export folder is
-queued under the same job id, so one stream shows the export and then the indexing.
+export's counts and ``index_queued``. When a file changed, the export folder is made a root
+Hindsight may read (if it is not one yet) and ``index.scan`` of it is queued under the same job id,
+so one stream shows the export and then the indexing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from services.scraper.exporter import counts, export_library
 from shared.contracts import IndexRequest, ScrapeReport, ScrapeRequest
 from shared.events import EventStream
+from shared.index_jobs import register_root
 from shared.settings import Settings
 
 STAGE = "scrape"
@@ -32,7 +35,8 @@ def run_scrape_job(
         )
         queued = export.has_changes
         if queued:
-            enqueue_index(IndexRequest(job_id=request.job_id, root=export.export_dir))
+            root = register_root(settings, Path(export.export_dir))
+            enqueue_index(IndexRequest(job_id=request.job_id, root=str(root)))
         stage.detail = (
             f"{export.discovered} threads: {export.new} new, {export.changed} changed, "
             f"{export.unchanged} unchanged, {export.gone} gone, {export.failed} failed"

@@ -117,13 +117,18 @@ def user_agent(browser: Browser) -> str:
     )
 
 
+def has_desktop() -> bool:
+    """A window can be shown: a DISPLAY is set, or the platform is not one that needs it."""
+    return bool(os.environ.get("DISPLAY")) or sys.platform != "linux"
+
+
 @contextmanager
 def display_env(headless: bool) -> Iterator[dict[str, str | float | bool] | None]:
     """The environment a headful browser needs: a virtual display (Xvfb) when there is no desktop.
 
     ``None`` means "the process's own environment" (headless, or a DISPLAY is already set).
     """
-    if headless or os.environ.get("DISPLAY") or sys.platform != "linux":
+    if headless or has_desktop():
         yield None
         return
     if not shutil.which("Xvfb"):
@@ -242,15 +247,27 @@ class LibraryPage:
 def open_library(page: Page, settings: Settings) -> LibraryPage:
     library = LibraryPage(page)
     page.on("response", library.on_response)
-    url = f"{settings.perplexity_base_url.rstrip('/')}/library"
-    try:
-        response = page.goto(url, wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
-    except PlaywrightError as exc:
-        raise BrowserUnavailable(f"Could not open {url}: {exc.message.splitlines()[0]}") from exc
+    response = goto_library(page, settings)
     challenged = wait_out_challenge(page, settings.scrape_challenge_wait_s)
     if not challenged and response is not None and response.status in (401, 403):
-        raise NotLoggedIn(f"{url} answered {response.status}; the saved login has expired. {RELOGIN_HINT}")
+        raise NotLoggedIn(
+            f"{page.url} answered {response.status}; the saved login has expired. {RELOGIN_HINT}"
+        )
     return library
+
+
+def goto_library(page: Page, settings: Settings) -> Response | None:
+    url = f"{settings.perplexity_base_url.rstrip('/')}/library"
+    try:
+        return page.goto(url, wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
+    except PlaywrightError as exc:
+        raise BrowserUnavailable(f"Could not open {url}: {exc.message.splitlines()[0]}") from exc
+
+
+def reload_past_challenge(page: Page, settings: Settings) -> None:
+    """Open the library page again and wait out the challenge it shows (mid-run challenges)."""
+    goto_library(page, settings)
+    wait_out_challenge(page, settings.scrape_challenge_wait_s)
 
 
 @dataclass
@@ -288,6 +305,7 @@ def scrape_session(settings: Settings) -> Iterator[BrowserSession]:
             settings.perplexity_base_url,
             policy,
             api_version=library.api_version,
+            clear_challenge=lambda: reload_past_challenge(page, settings),
         )
         yield BrowserSession(page=page, client=client, user=user)
         save_state(context, state)
@@ -303,7 +321,22 @@ def interactive_login(
     browser and user agent are the ones scrapes use.
     """
     base = settings.perplexity_base_url.rstrip("/")
-    with sync_playwright() as playwright, open_browser(playwright, settings, headless) as browser:
+    with sync_playwright() as playwright:
+        chromium_executable(settings, playwright)  # no browser at all is the first thing to say
+        if not headless and not has_desktop():
+            raise BrowserUnavailable(
+                "Logging in needs a browser window you can see, and this machine has no desktop (DISPLAY "
+                "is unset). Run `hindsight scrape --login` on a machine with one, then copy the saved login "
+                f"({settings.perplexity_state_path.name}) to {settings.perplexity_state_path}."
+            )
+        return _log_in(playwright, settings, on_waiting, headless, base)
+
+
+def _log_in(
+    playwright: Playwright, settings: Settings, on_waiting: Callable[[Page], None], headless: bool, base: str
+) -> dict[str, Any]:
+    """The login window: wait until a tab on Perplexity's origin is logged in, then save the state."""
+    with open_browser(playwright, settings, headless) as browser:
         context = browser.new_context(user_agent=user_agent(browser))
         page = context.new_page()
         page.goto(f"{base}/settings", wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)

@@ -5,7 +5,6 @@ browser and user agent for login and scrape."""
 from __future__ import annotations
 
 import shutil
-import time
 
 import pytest
 
@@ -22,13 +21,30 @@ pytestmark = pytest.mark.browser
 def test_a_challenge_that_clears_after_a_few_seconds_is_waited_out(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
-    library.challenge_clears_at = time.monotonic() + 2.0
+    library.challenge_for_s = 2.0
     settings = logged_in.model_copy(update={"scrape_challenge_wait_s": 15.0})
 
     report = export_library(settings)
 
     assert (report.new, report.failed) == (6, 0)
     assert [r.status for r in library.requests("/library")][:1] == [403]
+
+
+def test_a_challenge_in_the_middle_of_a_run_is_waited_out_on_the_reloaded_page(
+    logged_in: Settings, library: ReplayLibrary
+) -> None:
+    def challenge_after_the_first_write(detail: str, _data: object) -> None:
+        if detail.startswith("new:") and library.challenge_for_s is None:
+            library.challenge_for_s = 1.5
+
+    settings = logged_in.model_copy(update={"scrape_challenge_wait_s": 15.0})
+    report = export_library(settings, progress=challenge_after_the_first_write)
+
+    assert (report.new, report.failed) == (6, 0)
+    challenged = [r for r in library.log if r.status == 403 and r.path.startswith("/rest/thread/")]
+    assert len(challenged) == 1  # the API call that met the challenge, sent again once it cleared
+    pages = [r.status for r in library.requests("/library")]
+    assert pages[0] == 200 and 403 in pages and pages[-1] == 200
 
 
 def test_a_challenge_that_does_not_clear_ends_the_run_with_what_to_do_and_keeps_the_checkpoint(

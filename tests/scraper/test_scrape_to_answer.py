@@ -112,7 +112,7 @@ def test_post_scrape_exports_and_indexes_then_a_question_cites_the_scraped_threa
 
     scrape_done = next(e for e in events if e.stage == "scrape" and e.status == "done")
     assert scrape_done.data["new"] == 7 and scrape_done.data["index_queued"] is True
-    assert (events[-1].stage, events[-1].status) == ("index", "done")
+    assert (events[-1].stage, events[-1].status) == ("index", "done"), events[-1].detail
     assert post_scrape(stack).status_code == 202  # the lock was released: the next run may start
 
     question_id = stack.client.ask("What is the launch code for Project Heron?")
