@@ -94,8 +94,14 @@ def opens_with_pronoun(sentence: Sentence) -> bool:
 
 
 def answers_alone(sentence: Sentence) -> bool:
-    """A whole statement long enough to say something: not a heading, question or fragment."""
-    return sentence.is_statement and sentence.is_complete and len(sentence.text) >= MIN_SENTENCE_CHARS
+    """A whole statement in prose, long enough to say something: not a heading, a question, a
+    fragment or a table row."""
+    return (
+        sentence.is_statement
+        and sentence.is_complete
+        and sentence.is_prose
+        and len(sentence.text) >= MIN_SENTENCE_CHARS
+    )
 
 
 def refers_back(sentence: Sentence, previous: Sentence, text: str) -> bool:

@@ -23,6 +23,7 @@ TRAILING_HEADING_MARKS = " \t#"
 PROSE_BLOCKS = frozenset({"paragraph_open", "heading_open"})
 SENTENCE_END = frozenset(".!?…")
 CLOSING_MARKS = "\"'”’)]*_"
+MIN_LETTER_SHARE = 0.7
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,13 @@ class Sentence:
     def is_statement(self) -> bool:
         """A claim a fact can rest on: not a heading, not a question."""
         return not self.heading and not self.text.endswith("?")
+
+    @property
+    def is_prose(self) -> bool:
+        """Mostly letters, as prose is: not a table row, an ASCII drawing or a line of symbols."""
+        visible = [char for char in self.text if not char.isspace()]
+        letters = sum(char.isalpha() for char in visible)
+        return bool(visible) and letters >= MIN_LETTER_SHARE * len(visible)
 
     @property
     def is_complete(self) -> bool:
