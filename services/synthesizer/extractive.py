@@ -100,7 +100,7 @@ def answers_alone(sentence: Sentence) -> bool:
         sentence.is_statement
         and sentence.is_complete
         and sentence.is_prose
-        and len(sentence.text) >= MIN_SENTENCE_CHARS
+        and len(" ".join(sentence.text.split())) >= MIN_SENTENCE_CHARS
     )
 
 
@@ -119,7 +119,7 @@ def units_of(candidate: Candidate, rank: int) -> list[Unit]:
             index >= passage.leading
             and sentence.is_statement
             and sentence.is_complete
-            and len(sentence.text) >= MIN_SENTENCE_CHARS
+            and len(" ".join(sentence.text.split())) >= MIN_SENTENCE_CHARS
         )
         if eligible:
             start = sentence.start

@@ -24,6 +24,7 @@ PROSE_BLOCKS = frozenset({"paragraph_open", "heading_open"})
 SENTENCE_END = frozenset(".!?…")
 CLOSING_MARKS = "\"'”’)]*_"
 MIN_LETTER_SHARE = 0.7
+MIN_PROSE_WORDS = 4
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,11 @@ class Sentence:
 
     @property
     def is_prose(self) -> bool:
-        """Mostly letters, as prose is: not a table row, an ASCII drawing or a line of symbols."""
+        """Words, mostly letters, as prose is: not a table row, a line of code or of symbols."""
         visible = [char for char in self.text if not char.isspace()]
         letters = sum(char.isalpha() for char in visible)
-        return bool(visible) and letters >= MIN_LETTER_SHARE * len(visible)
+        words = len(self.text.split())
+        return words >= MIN_PROSE_WORDS and letters >= MIN_LETTER_SHARE * len(visible)
 
     @property
     def is_complete(self) -> bool:
