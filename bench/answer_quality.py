@@ -30,6 +30,7 @@ What each column means (per question, then averaged; citations pooled for precis
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import re
 import shutil
@@ -116,6 +117,17 @@ def score_answer(answer: Answer, relevant: set[str], doc_of: dict[str, str], sco
         scores.right_line += c.line == text.count("\n", 0, c.char_start) + 1
 
 
+def subset(dataset: Dataset, documents: int) -> Dataset:
+    """The judged documents, then the others in id order, ``documents`` in all (0 = every one)."""
+    if not documents:
+        return dataset
+    judged = {doc for relevant in dataset.qrels.values() for doc in relevant}
+    others = [doc for doc in sorted(dataset.corpus) if doc not in judged]
+    kept = sorted(judged) + others[: max(0, documents - len(judged))]
+    digest = hashlib.sha256(f"{dataset.digest}:{documents}".encode()).hexdigest()
+    return Dataset({doc: dataset.corpus[doc] for doc in kept}, dataset.queries, dataset.qrels, digest)
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))] if ordered else 0.0
@@ -148,7 +160,15 @@ def running_stack(settings: Settings) -> tuple[LocalStack, GatewayClient]:
     return stack, client
 
 
-def run(dataset: Dataset, query_ids: list[str], llm: str, cache: Path, models: Path | None) -> Scores:
+def show(answer: Answer) -> None:
+    print("    " + " ".join(answer.markdown.split())[:400])
+    for c in answer.citations:
+        print(f"    [{c.number}] {Path(c.source_uri).name}:{c.line}")
+
+
+def run(
+    dataset: Dataset, query_ids: list[str], llm: str, cache: Path, models: Path | None, shown: bool
+) -> Scores:
     base = Settings(models_dir=models) if models else Settings()
     embedder = create_embedder(base)
     assert isinstance(embedder, OnnxEmbedder)
@@ -166,7 +186,9 @@ def run(dataset: Dataset, query_ids: list[str], llm: str, cache: Path, models: P
             "llm": llm,
         }
     )
-    os.environ["HINDSIGHT_LLM"] = llm
+    # The stack's processes read their settings from the environment; one client asks every
+    # question back to back, far above the gateway's per-key rate limit.
+    os.environ.update({"HINDSIGHT_LLM": llm, "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "1000000"})
     stack, client = running_stack(settings)
     scores = Scores()
     try:
@@ -176,6 +198,8 @@ def run(dataset: Dataset, query_ids: list[str], llm: str, cache: Path, models: P
             scores.synthesis.append(synthesis)
             score_answer(answer, set(dataset.qrels[query_id]), indexed.file_to_id, scores)
             print(f"  {number}/{len(query_ids)} {wall:.1f}s {dataset.queries[query_id][:60]!r}", flush=True)
+            if shown:
+                show(answer)
     finally:
         stack.down()
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -217,12 +241,19 @@ def main() -> None:
         type=Path,
         default=Path(os.environ.get("HINDSIGHT_BENCH_CACHE", "/tmp/hindsight-bench")),
     )
+    parser.add_argument(
+        "--documents",
+        type=int,
+        default=0,
+        help="index only the judged documents plus others up to N (0 = all)",
+    )
     parser.add_argument("--models-dir", type=Path, default=None)
+    parser.add_argument("--show", action="store_true", help="print each answer and its path:line citations")
     args = parser.parse_args()
-    dataset = load_dataset(args.dataset)
+    dataset = subset(load_dataset(args.dataset), args.documents)
     query_ids = sorted(dataset.queries)[: args.limit or None]
     print(f"{args.dataset.name}: {len(dataset.corpus)} documents, {len(query_ids)} questions, llm={args.llm}")
-    scores = run(dataset, query_ids, args.llm, args.cache_dir, args.models_dir)
+    scores = run(dataset, query_ids, args.llm, args.cache_dir, args.models_dir, args.show)
     print_table(f"{args.dataset.name} {args.llm}", scores)
 
 

@@ -56,3 +56,11 @@ def test_a_line_cut_before_its_sentence_ends_is_not_a_complete_sentence() -> Non
     cut = segment("Like most Linux distributions, Debian GNU/Linux provides:\n\nthe kernel and a\n")
 
     assert [s.is_complete for s in cut] == [False, False]
+
+
+def test_table_rows_and_symbol_lines_are_not_prose() -> None:
+    table, prose = segment(
+        "|match | ~U | |upgradable | | |--------------+------|.\n\nThe tool upgrades packages.\n"
+    )
+
+    assert (table.is_prose, prose.is_prose) == (False, True)
