@@ -18,8 +18,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN useradd --create-home --uid 10001 hindsight && mkdir -p /data /models && chown hindsight /data
 WORKDIR /app
 
-# A service's dependencies are its pyproject extra installed into /venv without the project's code,
-# so this layer is rebuilt only when pyproject.toml changes. pip's cache is a BuildKit cache mount:
+# A service's dependencies are its pyproject extra installed into /venv without the project's code
+# (the placeholder package and the installers are removed after), so this layer is rebuilt only when
+# pyproject.toml changes. pip's cache is a BuildKit cache mount:
 # shared by every stage and build, never part of an image.
 FROM python AS requirements
 COPY pyproject.toml README.md ./
@@ -27,25 +28,25 @@ RUN mkdir -p shared services && touch shared/__init__.py services/__init__.py &&
 ENV PATH=/venv/bin:$PATH
 
 FROM requirements AS gateway-deps
-RUN --mount=type=cache,target=/root/.cache/pip pip install ".[gateway,cli]" && pip uninstall -y hindsight
+RUN --mount=type=cache,target=/root/.cache/pip pip install ".[gateway,cli]" && pip uninstall -y hindsight pip setuptools wheel
 
 FROM requirements AS scraper-deps
-RUN --mount=type=cache,target=/root/.cache/pip pip install ".[scraper]" && pip uninstall -y hindsight
+RUN --mount=type=cache,target=/root/.cache/pip pip install ".[scraper]" && pip uninstall -y hindsight pip setuptools wheel
 
 FROM requirements AS indexer-deps
-RUN --mount=type=cache,target=/root/.cache/pip pip install ".[indexer]" && pip uninstall -y hindsight
+RUN --mount=type=cache,target=/root/.cache/pip pip install ".[indexer]" && pip uninstall -y hindsight pip setuptools wheel
 
 FROM requirements AS retriever-deps
-RUN --mount=type=cache,target=/root/.cache/pip pip install ".[retriever]" && pip uninstall -y hindsight
+RUN --mount=type=cache,target=/root/.cache/pip pip install ".[retriever]" && pip uninstall -y hindsight pip setuptools wheel
 
 FROM requirements AS reranker-deps
-RUN --mount=type=cache,target=/root/.cache/pip pip install ".[reranker]" && pip uninstall -y hindsight
+RUN --mount=type=cache,target=/root/.cache/pip pip install ".[reranker]" && pip uninstall -y hindsight pip setuptools wheel
 
 FROM requirements AS synthesizer-deps
-RUN --mount=type=cache,target=/root/.cache/pip pip install ".[synthesizer]" && pip uninstall -y hindsight
+RUN --mount=type=cache,target=/root/.cache/pip pip install ".[synthesizer]" && pip uninstall -y hindsight pip setuptools wheel
 
 FROM requirements AS flower-deps
-RUN --mount=type=cache,target=/root/.cache/pip pip install . "flower>=2" && pip uninstall -y hindsight
+RUN --mount=type=cache,target=/root/.cache/pip pip install . "flower>=2" && pip uninstall -y hindsight pip setuptools wheel
 
 # torch, transformers and onnx: the model stages' tools, never copied into a runtime image.
 FROM requirements AS model-tools
