@@ -6,13 +6,15 @@ The routers of ``routes/public.py`` (``/``, ``/healthz``, ``/metrics``) stay ope
 
 Around them: the Host allow-list and the browser security headers (``security.py``), the body guard
 (``limits.py``), and error handlers that keep every refusal a 4xx with the documented body
-(:class:`~services.gateway.schemas.ErrorBody`): field errors without the input echoed back, and a
-405 whose ``Allow`` names every method the path has. The interactive docs are off: they load their
-scripts from a CDN into the origin that holds the key; ``/openapi.json`` describes the API.
+(:class:`~services.gateway.schemas.ErrorBody`): field errors without the input echoed back, a 405
+whose ``Allow`` names every method the path has, and 503 + Retry-After while Redis is unreachable.
+The interactive docs are off: they load their scripts from a CDN into the origin that holds the
+key; ``/openapi.json`` describes the API.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,6 +24,8 @@ from fastapi import APIRouter, FastAPI, Request, status
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Match
@@ -45,6 +49,7 @@ from services.gateway.streaming import SSE_BLOCK_MS
 from shared.api_keys import KeyFile
 from shared.settings import Settings, get_settings
 
+log = logging.getLogger(__name__)
 PROTECTED_ROUTERS: list[APIRouter] = [
     questions.router,
     index_jobs.router,
@@ -92,6 +97,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings))
     api.add_exception_handler(RequestValidationError, refused_fields)
     api.add_exception_handler(StarletteHTTPException, http_error)
+    api.add_exception_handler(RedisConnectionError, redis_unreachable)
+    api.add_exception_handler(RedisTimeoutError, redis_unreachable)
     for router in PROTECTED_ROUTERS:
         api.include_router(router, dependencies=PROTECTED, responses=PROTECTED_ERRORS)
     api.include_router(public.router)
@@ -104,6 +111,16 @@ async def refused_fields(_: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     errors = [{"type": e["type"], "loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
     return JSONResponse({"detail": errors}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
+async def redis_unreachable(_: Request, exc: Exception) -> Response:
+    """Redis down or restarting: 503 with Retry-After, not a 500 with a traceback."""
+    log.warning("Redis unreachable: %s", exc)
+    return JSONResponse(
+        {"detail": "the gateway cannot reach Redis right now; retry in a few seconds"},
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": "5"},
+    )
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
