@@ -16,7 +16,7 @@ from fastapi import APIRouter, FastAPI
 from services.gateway.auth import PROTECTED
 from services.gateway.limits import BodySizeLimit
 from services.gateway.metrics import Metrics, StreamMetrics, running
-from services.gateway.routes import index_jobs, public, questions, search, watched_folders
+from services.gateway.routes import index_jobs, library, public, questions, search, watched_folders
 from services.gateway.streaming import SSE_BLOCK_MS
 from shared.api_keys import KeyFile
 from shared.settings import Settings, get_settings
@@ -26,6 +26,7 @@ PROTECTED_ROUTERS: list[APIRouter] = [
     index_jobs.router,
     watched_folders.router,
     search.router,
+    library.router,
 ]
 
 

@@ -109,7 +109,7 @@ def test_status_is_a_table_with_the_address_the_gateway_and_the_answer_mode(lone
     assert "degraded — no live worker on index, retrieve, rerank, map, reduce" in text
     assert "answers" in text and "extractive: quotes the best passages" in text
     assert "no reranker worker has reported yet" in text
-    assert "watched folders" in text and "none (`hindsight index FOLDER --watch`)" in text
+    assert "documents │ 0" in text and "none yet (`hindsight index FOLDER`)" in text
     assert "{" not in text, "no Python dict"
 
 

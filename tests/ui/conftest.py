@@ -82,7 +82,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     (library / "broken").mkdir()
     (library / "broken" / "scan.pdf").write_bytes(b"%PDF-1.4 this is not a PDF body")
     port = free_port()
-    env = hindsight_env(data_dir, f"redis://127.0.0.1:{free_port()}/0", port, COLUMNS="200")
+    # Every test drives the page with the same key, faster than a person: lift the per-key rate limit.
+    env = hindsight_env(
+        data_dir,
+        f"redis://127.0.0.1:{free_port()}/0",
+        port,
+        COLUMNS="200",
+        HINDSIGHT_RATE_LIMIT_PER_MINUTE="6000",
+    )
     try:
         cli(env, "up")
         key = (data_dir / "cli.key").read_text().strip()

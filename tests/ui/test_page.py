@@ -144,12 +144,17 @@ def test_library_indexes_watches_and_shows_a_failed_file_as_failed(browser: Brow
     expect(page.locator("#index-status")).to_contain_text("indexed with 1 failed", timeout=60_000)
     expect(page.locator("#index-status")).to_have_class(re.compile("failed"))
     folder = page.locator(f"#folders li[data-root='{broken}']")
+    expect(folder).to_contain_text("0 documents · 1 failed · last sync")
     expect(folder).to_contain_text("kept in sync")
-    expect(folder).to_contain_text("last sync")
+    expect(folder).to_contain_text("scan.pdf: corrupt PDF")
+    notes = page.locator(f"#folders li[data-root='{stack.library / 'samples' / 'notes'}']")
+    expect(notes).to_contain_text("2 documents")
     screenshot(page, "library-desktop")
 
     folder.get_by_role("button", name="Stop watching").click()
     expect(page.locator(f"#folders li[data-root='{broken}']")).to_contain_text("not watched")
+    page.locator(f"#folders li[data-root='{broken}']").get_by_role("button", name="Remove from list").click()
+    expect(page.locator(f"#folders li[data-root='{broken}']")).to_have_count(0)
 
 
 def test_dark_mode_follows_the_system(browser: Browser, stack: Stack) -> None:

@@ -12,6 +12,7 @@ from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.limits import enforce_backpressure
 from services.gateway.metrics import require_known_stream, track
 from services.gateway.paths import confined_path
+from services.gateway.routes.library import record_index_job
 from services.gateway.schemas import IndexAccepted, IndexStart, IndexStatus
 from services.gateway.streaming import stream_events
 from shared.contracts import IndexRequest, ScanReport
@@ -29,6 +30,7 @@ async def index(body: IndexStart, request: Request, client: RedisDep, settings: 
     await enforce_backpressure(request, client, INDEX_QUEUES, settings)
     job_id = uuid.uuid4().hex
     await track(client, "i", job_id)
+    await record_index_job(client, str(root), job_id)
     await asyncio.to_thread(enqueue_index, IndexRequest(job_id=job_id, root=str(root)))
     return IndexAccepted(
         job_id=job_id, status_url=f"/v1/index/{job_id}", events_url=f"/v1/index/{job_id}/events"
