@@ -21,6 +21,10 @@ from tests.gateway.conftest import Gateway, hindsight_env, start_gateway
 
 pytestmark = pytest.mark.integration
 NOT_RUNNING = "Hindsight isn't running — start it with `hindsight up`"
+NO_WORKER = (
+    "no live worker for the retrieve, rerank, map and reduce stages "
+    "(the retriever, reranker, mapper and reducer workers)"
+)
 
 
 def hindsight(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -97,7 +101,7 @@ def test_a_question_without_a_live_worker_is_refused_naming_the_stage(lone_gatew
     result = hindsight(lone_gateway.env, "ask", "What is my starter called?")
     assert result.returncode == 1
     text = said(result)
-    assert "no live worker for the retrieve (the retriever worker)" in text
+    assert NO_WORKER in text
     assert "`hindsight up`" in text and "Traceback" not in text
 
 

@@ -340,6 +340,7 @@ $("ask-form").addEventListener("submit", async (e) => {
     params.set("q", accepted.id);
     setHash(params);
     openAnswerSection(question, accepted.id);
+    loadHistory().catch(() => {});
     await streamQuestion(accepted.id);
   } catch (error) {
     showError("ask-error", error);
