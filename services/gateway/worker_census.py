@@ -57,6 +57,10 @@ class WorkerCensus:
             self._taken_at = time.monotonic()
             return self._counts
 
+    def record(self, counts: dict[str, int]) -> None:
+        """Take a ping someone else made (``/healthz``'s) as the latest answer."""
+        self._counts, self._taken_at = counts, time.monotonic()
+
     def _refresh_in_background(self) -> None:
         if self._background is None or self._background.done():
             self._background = asyncio.create_task(self._ping(PING_TIMEOUT_S))
