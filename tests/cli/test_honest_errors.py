@@ -123,3 +123,10 @@ def test_validation_errors_become_one_sentence_naming_the_field() -> None:
         detail_sentence(detail) == "the request was refused: limit: Input should be less than or equal to 100"
     )
     assert detail_sentence("the question is empty") == "the question is empty"
+
+
+def test_open_gives_the_page_with_the_key_when_no_browser_can_show_it(lone_gateway: Gateway) -> None:
+    env = {k: v for k, v in lone_gateway.env.items() if k not in ("BROWSER", "DISPLAY", "WAYLAND_DISPLAY")}
+    result = hindsight({**env, "PATH": str(Path(sys.executable).parent)}, "open")
+    assert result.returncode == 0
+    assert f"no browser found; open {lone_gateway.url}/#key={env['HINDSIGHT_API_KEY']}" in said(result)
