@@ -109,8 +109,9 @@ class GatewayClient:
         body = self._checked(self._http.get(f"/v1/questions/{question_id}")).json()
         return Answer.model_validate(body["answer"]) if body.get("answer") else None
 
-    def index(self, root: str) -> str:
-        return str(self._checked(self._http.post("/v1/index", json={"root": root})).json()["job_id"])
+    def index(self, root: str, force: bool = False) -> str:
+        body = {"root": root, "force": force}
+        return str(self._checked(self._http.post("/v1/index", json=body)).json()["job_id"])
 
     def index_events(self, job_id: str) -> Iterator[Event]:
         return self.follow(f"/v1/index/{job_id}/events")
@@ -127,7 +128,8 @@ class GatewayClient:
         return SearchResponse.model_validate(self._checked(response).json())
 
     def health(self) -> dict[str, object]:
-        return dict(self._http.get("/healthz").json())
+        """Redis, live workers per queue and reranker modes (``GET /v1/health``, needs the key)."""
+        return dict(self._checked(self._http.get("/v1/health")).json())
 
     def library(self) -> list[dict[str, Any]]:
         """The folders indexed or watched: ``root``, ``watched``, ``documents``, ``last_report``."""

@@ -125,12 +125,18 @@ def index(
     watch: Annotated[
         bool, typer.Option("--watch", help="Keep watching and re-sync after every change (Ctrl-C stops).")
     ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Allow deleting more than half of the folder's documents.")
+    ] = False,
 ) -> None:
-    """Index (or re-sync) a folder and show its progress; with --watch, keep it in sync."""
+    """Index (or re-sync) a folder and show its progress; with --watch, keep it in sync.
+
+    The folder becomes one of the roots Hindsight may read (``roots.txt`` in the data folder)."""
     if watch:
         index_and_watch(default_client(), root, get_settings().watch_debounce_ms)
     else:
-        run_index(default_client(), root)
+        if run_index(default_client(), root, force) is None:
+            raise typer.Exit(1)
 
 
 @app.command()
@@ -195,13 +201,21 @@ def scrape_library(
     refetch_all: Annotated[
         bool, typer.Option("--refetch-all", help="Fetch every thread, not only those whose listing moved.")
     ] = False,
+    no_index: Annotated[
+        bool, typer.Option("--no-index", help="Export only; do not index the folder.")
+    ] = False,
+    headless: Annotated[
+        bool, typer.Option("--headless", help="No browser window (Cloudflare often challenges headless).")
+    ] = False,
     export_dir: ExportDir = None,
 ) -> None:
-    """Export the library; only new or changed threads are written."""
+    """Export the library (only new or changed threads are written), then index the export folder."""
     from cli.actions import scrape
 
     with scraper_errors():
-        report = scrape.scrape(scrape.settings_for(export_dir), login, refetch_all)
+        report = scrape.scrape(
+            scrape.settings_for(export_dir), login, refetch_all, index=not no_index, headless=headless or None
+        )
     if report.failed:
         raise typer.Exit(2)
 

@@ -9,7 +9,7 @@ from rich.markdown import Markdown
 
 from cli.client import GatewayClient, default_client
 from cli.console import console, error_console
-from shared.contracts import Answer, Event, QuestionOptions, Strategy
+from shared.contracts import Answer, Citation, Event, QuestionOptions, Strategy
 from shared.events import TERMINAL_STAGE, WAITING_STAGE
 
 
@@ -102,8 +102,11 @@ def render_answer(answer: Answer) -> None:
     if answer.citations:
         console.rule("citations")
     for c in answer.citations:
-        where = f"p. {c.page}, " if c.page else ""
-        mark = "verified" if c.verified else "[red]unverified[/red]"
-        console.print(
-            f"[{c.number}] {c.title} — {c.source_uri} ({where}chars {c.char_start}-{c.char_end}, {mark})"
-        )
+        console.print(citation_line(c), highlight=False)
+
+
+def citation_line(c: Citation) -> str:
+    """``[n] title — path:line`` (what editors and terminals open), or the page for a PDF."""
+    where = f"{c.source_uri}:{c.line}" if c.line else c.source_uri + (f", p. {c.page}" if c.page else "")
+    mark = "verified" if c.verified else "[red]unverified[/red]"
+    return f"[{c.number}] {c.title} — {where} ({mark})"

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import yaml
 
-from services.gateway.evidence import readable_source
+from services.gateway.evidence import EVIDENCE_MAX_BYTES, readable_source
 from services.gateway.schemas import Evidence
 from shared.contracts import Citation
 from shared.markdown_source import MARKDOWN_SUFFIXES, split_front_matter
+from shared.safe_files import RefusedFileError, read_regular_file
 
 TURN_HEADING = "## "
 
@@ -24,8 +25,8 @@ def with_source_context(evidence: Evidence, citation: Citation, roots: list[Path
     if path is None or path.suffix.lower() not in MARKDOWN_SUFFIXES:
         return evidence
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_regular_file(path, EVIDENCE_MAX_BYTES, roots).decode("utf-8")
+    except (OSError, UnicodeDecodeError, RefusedFileError):
         return evidence
     header, body_start = split_front_matter(text)
     if evidence.located:
@@ -36,7 +37,7 @@ def with_source_context(evidence: Evidence, citation: Citation, roots: list[Path
     url = fields.get("url")
     if isinstance(url, str) and url.startswith("https://"):
         evidence.thread_url = url
-    evidence.turn_question = turn_question(text, body_start + citation.char_start, body_start)
+    evidence.turn_question = turn_question(text, citation.char_start, body_start)
     return evidence
 
 

@@ -1,8 +1,9 @@
 """Which queues have a live worker, as the gateway learns it from a broadcast ping of the workers.
 
-``/healthz`` asks every time; a question asks :class:`WorkerCensus`, which answers from its last ping
-(renewed in the background) so that asking stays fast, and pings again before it reports a queue
-without a worker, since a worker may have started since.
+``GET /v1/health`` asks at most every few seconds and hands its answer to the census; a question asks
+:class:`WorkerCensus`, which answers from its last ping (renewed in the background) so that asking
+stays fast, and pings again before it reports a queue without a worker, since a worker may have
+started since.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ RECHECK_TIMEOUT_S = 2.0
 
 def live_workers_per_queue(timeout_s: float = PING_TIMEOUT_S) -> dict[str, int]:
     """How many live workers consume each queue, from a broadcast ping of the workers; none while the
-    broker cannot be reached (a restarting Redis), so that /healthz says degraded instead of failing."""
+    broker cannot be reached (a restarting Redis), so that the health says degraded instead of failing."""
     counts = {queue.value: 0 for queue in QUEUES}
     try:
         replies = celery_app.control.inspect(timeout=timeout_s).active_queues() or {}
@@ -58,7 +59,7 @@ class WorkerCensus:
             return self._counts
 
     def record(self, counts: dict[str, int]) -> None:
-        """Take a ping someone else made (``/healthz``'s) as the latest answer."""
+        """Take a ping someone else made (``GET /v1/health``'s) as the latest answer."""
         self._counts, self._taken_at = counts, time.monotonic()
 
     def _refresh_in_background(self) -> None:

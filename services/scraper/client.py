@@ -1,6 +1,6 @@
 """Perplexity's REST endpoints, called from inside the logged-in page, with a retry policy.
 
-Requests run as ``fetch(..., {credentials: "include"})`` in the page (SPEC §1) so cookies and the
+Requests run as ``fetch(..., {credentials: "include"})`` in the page so cookies and the
 browser's TLS fingerprint are the real ones. :class:`RetryPolicy` backs off with jitter on 429,
 5xx, network errors and HTML interstitials, honouring ``Retry-After``; 401/403 and Cloudflare
 challenges abort at once, because waiting cannot fix them.
@@ -36,8 +36,9 @@ CHALLENGE_MARKERS = (
 RELOGIN_HINT = "Run `hindsight scrape --login` to log in again in a browser window."
 CHALLENGE_HINT = (
     "Perplexity answered with a Cloudflare challenge page instead of data. Run `hindsight scrape --login` "
-    "to solve it in a visible browser window, or set HINDSIGHT_SCRAPE_HEADLESS=false "
-    "so scraping stays headful."
+    "to solve it in a browser window, then scrape again without --headless (and with "
+    "HINDSIGHT_SCRAPE_HEADLESS unset or false): Cloudflare challenges headless browsers. "
+    "Nothing exported so far is lost; the next run resumes from the checkpoint."
 )
 
 

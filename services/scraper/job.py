@@ -1,4 +1,9 @@
-"""The ``scrape.run`` job: export, report progress, and hand changed files to the indexer."""
+"""The ``scrape.run`` job: export, report progress, and hand changed files to the indexer.
+
+Its events go to the job's stream under the ``scrape`` stage; the ``done`` event's data carries the
+export's counts and ``index_queued``. When a file changed, ``index.scan`` of the export folder is
+queued under the same job id, so one stream shows the export and then the indexing.
+"""
 
 from __future__ import annotations
 
@@ -25,13 +30,13 @@ def run_scrape_job(
             refetch_all=request.refetch_all,
             progress=lambda detail, data: events.emit(STAGE, "progress", detail, data=data),
         )
+        queued = export.has_changes
+        if queued:
+            enqueue_index(IndexRequest(job_id=request.job_id, root=export.export_dir))
         stage.detail = (
             f"{export.discovered} threads: {export.new} new, {export.changed} changed, "
             f"{export.unchanged} unchanged, {export.gone} gone, {export.failed} failed"
+            + (f"; indexing {len(export.written)} written files" if queued else "; nothing to index")
         )
-        stage.data = {**counts(export), "failures": export.failures}
-    queued = export.has_changes
-    if queued:
-        enqueue_index(IndexRequest(job_id=request.job_id, root=export.export_dir))
-        events.emit(STAGE, "progress", f"queued indexing of {len(export.written)} written files")
+        stage.data = {**counts(export), "failures": export.failures, "index_queued": queued}
     return ScrapeReport(job_id=request.job_id, export=export, index_queued=queued)

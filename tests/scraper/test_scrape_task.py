@@ -33,6 +33,7 @@ def worker(redis_url: str, logged_in: Settings) -> Iterator[None]:
         "HINDSIGHT_PERPLEXITY_STATE": str(logged_in.perplexity_state_path),
         "HINDSIGHT_EXPORT_DIR": str(logged_in.export_root),
         "HINDSIGHT_CHROMIUM_PATH": CHROMIUM,
+        "HINDSIGHT_SCRAPE_HEADLESS": "true",
         "HINDSIGHT_SCRAPE_LIST_PAGE_SIZE": "3",
         "HINDSIGHT_SCRAPE_PAGE_DELAY_S": "0",
         "HINDSIGHT_SCRAPE_PAGE_JITTER_S": "0",

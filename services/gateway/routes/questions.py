@@ -23,13 +23,15 @@ from services.gateway.evidence import evidence_for
 from services.gateway.limits import enforce_backpressure
 from services.gateway.metrics import require_known_stream, track
 from services.gateway.schemas import (
+    EVENT_STREAM_RESPONSES,
     Evidence,
     QuestionAccepted,
     QuestionRequest,
     QuestionStatus,
     QuestionSummary,
+    error_responses,
 )
-from services.gateway.streaming import stream_events
+from services.gateway.streaming import LastEventId, event_stream
 from services.gateway.thread_source import with_source_context
 from services.gateway.worker_census import census, worker_for
 from services.gateway.workflow import start_question
@@ -45,6 +47,7 @@ from shared.events import (
     fail_question,
     redis_client,
 )
+from shared.index_jobs import allowed_roots
 from shared.logging import bind_question
 from shared.settings import Settings
 from shared.topology import QUESTION_QUEUES, Queue
@@ -89,7 +92,12 @@ async def refuse_without_workers(settings: Settings) -> None:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, no_worker_reason(missing))
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=QuestionAccepted)
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=QuestionAccepted,
+    responses=error_responses(503),
+)
 async def ask(
     body: QuestionRequest, request: Request, client: RedisDep, settings: SettingsDep
 ) -> QuestionAccepted:
@@ -107,7 +115,7 @@ async def ask(
     accepted = Question(question_id=question_id, question=question, options=body.options)
     with bind_question(question_id):
         log.info("question accepted", extra={"caller": request.state.caller, "chars": len(question)})
-        await track(client, "q", question_id)
+        await track(client, "q", question_id, settings.event_ttl_s)
         await remember(client, request.state.caller, accepted, settings.event_ttl_s)
         await asyncio.to_thread(start_question, accepted)
     return QuestionAccepted(
@@ -177,7 +185,7 @@ async def question_status(question_id: str, client: RedisDep) -> QuestionStatus:
     return await question_state(client, question_id)
 
 
-@router.delete("/{question_id}", response_model=QuestionStatus)
+@router.delete("/{question_id}", response_model=QuestionStatus, responses=error_responses(409))
 async def cancel(question_id: str, client: RedisDep, settings: SettingsDep) -> QuestionStatus:
     """End a pending question's stream as failed ("cancelled") and skip its stages not yet started;
     409 when it has already ended."""
@@ -191,11 +199,21 @@ async def cancel(question_id: str, client: RedisDep, settings: SettingsDep) -> Q
     return await question_state(client, question_id)
 
 
-@router.get("/{question_id}/events")
-async def question_events(question_id: str, request: Request, client: RedisDep) -> EventSourceResponse:
+@router.get("/{question_id}/events", response_class=EventSourceResponse, responses=EVENT_STREAM_RESPONSES)
+async def question_events(
+    question_id: str, request: Request, client: RedisDep, settings: SettingsDep, after: LastEventId = None
+) -> EventSourceResponse:
     await require_known_stream(client, "q", question_id)
-    events = stream_events(request, client, question_id, TERMINAL_STAGE)
-    return EventSourceResponse(saying_when_waiting(question_id, events))
+    idle_limit_s = settings.question_stall_s + settings.question_time_limit_s
+    return event_stream(
+        request,
+        client,
+        question_id,
+        TERMINAL_STAGE,
+        after,
+        idle_limit_s,
+        annotate=lambda events: saying_when_waiting(question_id, events),
+    )
 
 
 async def saying_when_waiting(
@@ -225,5 +243,6 @@ async def citation_evidence(
     citation = next((c for c in answer.citations if c.number == number), None)
     if citation is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the answer has no citation [{number}]")
-    evidence = await asyncio.to_thread(evidence_for, citation, settings.roots)
-    return await asyncio.to_thread(with_source_context, evidence, citation, settings.roots)
+    roots = allowed_roots(settings)
+    evidence = await asyncio.to_thread(evidence_for, citation, roots)
+    return await asyncio.to_thread(with_source_context, evidence, citation, roots)

@@ -365,7 +365,7 @@ async function showEvidence(questionId, number) {
   panel.replaceChildren(element("p", { class: "muted" }, "loading…"));
   try {
     const evidence = await (await api(`/v1/questions/${questionId}/citations/${number}`)).json();
-    const where = evidence.page ? `, p. ${evidence.page}` : "";
+    const where = evidence.line ? `:${evidence.line}` : evidence.page ? `, p. ${evidence.page}` : "";
     const passage = element("pre");
     passage.append(evidence.before, element("mark", {}, evidence.quote), evidence.after);
     const heading = element("p", { class: "evidence-title" });
