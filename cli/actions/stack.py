@@ -114,7 +114,8 @@ def show_status() -> None:
 
 def folder_line(folder: dict[str, Any]) -> str:
     """``/notes — 12 documents, 1 failed, watched``."""
-    facts = [f"{folder['documents']} documents"]
+    count = int(folder["documents"])
+    facts = [f"{count} document{'' if count == 1 else 's'}"]
     report = ScanReport.model_validate(folder["last_report"]) if folder.get("last_report") else None
     if report and report.failed:
         facts.append(f"[red]{report.failed} failed[/red]")

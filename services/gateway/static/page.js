@@ -466,7 +466,7 @@ $("search-form").addEventListener("submit", async (e) => {
 
 function folderFacts(folder) {
   const report = folder.last_report;
-  const facts = [`${folder.documents} documents`];
+  const facts = [`${folder.documents} document${folder.documents === 1 ? "" : "s"}`];
   if (report && report.failed) facts.push(`${report.failed} failed`);
   if (folder.running) facts.push("syncing now");
   else if (folder.synced_at) facts.push(`last sync ${new Date(folder.synced_at * 1000).toLocaleString()}`);
