@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 
@@ -14,7 +15,6 @@ from shared.contracts import (
     ScanReport,
     SearchRequest,
     SearchResponse,
-    WatchedRoot,
 )
 from shared.settings import get_settings
 
@@ -131,9 +131,9 @@ class GatewayClient:
         """Redis, live workers per queue and reranker modes (``GET /v1/health``, needs the key)."""
         return dict(self._checked(self._http.get("/v1/health")).json())
 
-    def watched_folders(self) -> list[WatchedRoot]:
-        body = self._checked(self._http.get("/v1/watch")).json()
-        return [WatchedRoot.model_validate(item) for item in body]
+    def library(self) -> list[dict[str, Any]]:
+        """The folders indexed or watched: ``root``, ``watched``, ``documents``, ``last_report``."""
+        return list(self._checked(self._http.get("/v1/library")).json())
 
 
 def default_client() -> GatewayClient:

@@ -23,7 +23,7 @@ from cli.actions import keys, models, search, stack
 from cli.actions.ask import ask_question
 from cli.actions.index import index_and_watch, run_index
 from cli.client import GatewayError, default_client, transport_failure
-from cli.console import console
+from cli.console import console, error_console
 from shared.contracts import SearchFilters, SearchMode, SearchRequest, SourceKind, Strategy
 from shared.settings import get_settings
 
@@ -84,7 +84,7 @@ def ask(
 ) -> None:
     """Ask a question and read the cited answer (Ctrl-C cancels it)."""
     if not question.strip():
-        console.print('[red]nothing to ask[/red]: hindsight ask "What did I find out about …?"')
+        error_console.print('[red]nothing to ask[/red]: hindsight ask "What did I find out about …?"')
         raise typer.Exit(2)
     if ask_question(question, strategy, as_json, stages) is None:
         raise typer.Exit(1)
@@ -105,7 +105,7 @@ def search_command(
 ) -> None:
     """Search without synthesis and print the ranked passages with how each was found."""
     if not query.strip():
-        console.print('[red]nothing to search for[/red]: hindsight search "rye flour"')
+        error_console.print('[red]nothing to search for[/red]: hindsight search "rye flour"')
         raise typer.Exit(2)
     filters = SearchFilters(
         kinds=kind or None,
@@ -273,17 +273,18 @@ def scraper_errors() -> Iterator[None]:
 
 
 def main() -> None:
-    """Run a command; a refusal, an unreachable gateway or bad input is one sentence, never a traceback."""
+    """Run a command; a refusal, an unreachable gateway or bad input is one sentence on stderr, never a
+    traceback."""
     try:
         app()
     except GatewayError as exc:
-        console.print(f"[red]{exc}[/red]", soft_wrap=True)
+        error_console.print(f"[red]{exc}[/red]", soft_wrap=True)
         raise SystemExit(1) from exc
     except httpx.TransportError as exc:
-        console.print(unreachable(exc), soft_wrap=True)
+        error_console.print(unreachable(exc), soft_wrap=True)
         raise SystemExit(1) from exc
     except ValidationError as exc:
-        console.print(f"[red]{invalid_input(exc)}[/red]", soft_wrap=True)
+        error_console.print(f"[red]{invalid_input(exc)}[/red]", soft_wrap=True)
         raise SystemExit(2) from exc
 
 

@@ -6,7 +6,7 @@ import httpx
 from rich.table import Table
 
 from cli.client import GatewayError, default_client, transport_failure
-from cli.console import console
+from cli.console import console, error_console
 from shared.contracts import SearchMode, SearchRequest, SearchResponse
 from shared.settings import get_settings
 
@@ -43,10 +43,10 @@ def search_passages(request: SearchRequest, as_json: bool = False) -> SearchResp
     try:
         result = default_client().search(request, get_settings().search_timeout_s + 5)
     except GatewayError as exc:
-        console.print(f"[red]search failed[/red]: {exc}", soft_wrap=True)
+        error_console.print(f"[red]search failed[/red]: {exc}", soft_wrap=True)
         return None
     except httpx.TransportError as exc:
-        console.print(f"[red]{transport_failure(exc)}[/red]", soft_wrap=True)
+        error_console.print(f"[red]{transport_failure(exc)}[/red]", soft_wrap=True)
         return None
     if as_json:
         print(result.model_dump_json(indent=2))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import webbrowser
+from typing import Any
 
 import httpx
 from rich.table import Table
@@ -12,7 +13,7 @@ from cli.client import GatewayError, default_client, transport_failure
 from cli.console import console
 from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, wait_until
-from shared.contracts import RerankerStatus
+from shared.contracts import RerankerStatus, ScanReport
 from shared.settings import get_settings
 from shared.topology import REQUIRED_QUEUES
 
@@ -100,11 +101,28 @@ def show_status() -> None:
     table.add_row("gateway", gateway_line(health))
     table.add_row("reranker", reranker_line(health.get("rerankers")))
     try:
-        folders = [w.root for w in client.watched_folders()]
-        table.add_row("watched folders", "\n".join(folders) or "none (`hindsight index FOLDER --watch`)")
+        folders = client.library()
     except GatewayError as exc:
-        table.add_row("watched folders", f"[red]{exc}[/red]")
+        table.add_row("folders", f"[red]{exc}[/red]")
+    else:
+        table.add_row("documents", str(sum(int(f["documents"]) for f in folders)))
+        table.add_row(
+            "folders", "\n".join(folder_line(f) for f in folders) or "none yet (`hindsight index FOLDER`)"
+        )
     console.print(table)
+
+
+def folder_line(folder: dict[str, Any]) -> str:
+    """``/notes — 12 documents, 1 failed, watched``."""
+    count = int(folder["documents"])
+    facts = [f"{count} document{'' if count == 1 else 's'}"]
+    report = ScanReport.model_validate(folder["last_report"]) if folder.get("last_report") else None
+    if report and report.failed:
+        facts.append(f"[red]{report.failed} failed[/red]")
+    if folder.get("running"):
+        facts.append("syncing now")
+    facts.append("watched" if folder.get("watched") else "not watched")
+    return f"{folder['root']} — {', '.join(facts)}"
 
 
 def llm_mode(llm: str) -> str:

@@ -36,6 +36,7 @@ from services.gateway.metrics import Metrics, StreamMetrics, running
 from services.gateway.routes import (
     health,
     index_jobs,
+    library,
     public,
     questions,
     scrape,
@@ -55,6 +56,7 @@ PROTECTED_ROUTERS: list[APIRouter] = [
     index_jobs.router,
     watched_folders.router,
     search.router,
+    library.router,
     scrape.router,
     health.router,
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import Path as PathParam
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, computed_field
 
 from shared.contracts import Answer, IndexProgress, QuestionOptions, RerankerStatus, ScanReport
 
@@ -106,6 +106,29 @@ class Liveness(BaseModel):
     """The gateway answers: all ``/healthz`` tells anyone without a key."""
 
     status: Literal["ok"] = "ok"
+
+
+class IndexJobStarted(BaseModel):
+    job_id: str
+    started_at: float
+
+
+class LibraryFolder(BaseModel):
+    """A folder Hindsight indexed or watches, with its last sync's report (``None`` before one ended)
+    and when that sync started."""
+
+    root: str
+    watched: bool
+    last_report: ScanReport | None = None
+    running: bool = False
+    synced_at: float | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def documents(self) -> int:
+        """Files indexed as of the last sync: new, changed and unchanged ones, less those that failed."""
+        report = self.last_report
+        return max(0, report.new + report.changed + report.unchanged - report.failed) if report else 0
 
 
 class Health(BaseModel):

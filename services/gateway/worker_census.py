@@ -1,8 +1,9 @@
 """Which queues have a live worker, as the gateway learns it from a broadcast ping of the workers.
 
-``GET /v1/health`` asks at most every few seconds; a question asks :class:`WorkerCensus`, which
-reuses an answer younger than ``max_age_s`` so that asking stays fast, and asks again before it
-reports a queue without a worker, since a worker may have started since.
+``GET /v1/health`` asks at most every few seconds and hands its answer to the census; a question asks
+:class:`WorkerCensus`, which answers from its last ping (renewed in the background) so that asking
+stays fast, and pings again before it reports a queue without a worker, since a worker may have
+started since.
 """
 
 from __future__ import annotations
@@ -40,27 +41,39 @@ def worker_for(queue: Queue) -> str:
 
 
 class WorkerCensus:
-    """Live workers per queue, pinged at most every ``max_age_s`` while every queue has one."""
+    """Live workers per queue. A question never waits for a ping while the last one (however old)
+    found every queue served: an answer older than ``max_age_s`` is used once more while a new ping
+    runs in the background. Only the first question, and one that would be refused, wait."""
 
     def __init__(self, max_age_s: float = 10.0) -> None:
         self.max_age_s = max_age_s
-        self._counts: dict[str, int] = {}
+        self._counts: dict[str, int] | None = None
         self._taken_at = float("-inf")
         self._lock = asyncio.Lock()
+        self._background: asyncio.Task[dict[str, int]] | None = None
 
-    async def _counts_younger_than(self, age_s: float, timeout_s: float) -> dict[str, int]:
+    async def _ping(self, timeout_s: float) -> dict[str, int]:
         async with self._lock:
-            if time.monotonic() - self._taken_at > age_s:
-                self._counts = await asyncio.to_thread(live_workers_per_queue, timeout_s)
-                self._taken_at = time.monotonic()
+            self._counts = await asyncio.to_thread(live_workers_per_queue, timeout_s)
+            self._taken_at = time.monotonic()
             return self._counts
 
+    def record(self, counts: dict[str, int]) -> None:
+        """Take a ping someone else made (``GET /v1/health``'s) as the latest answer."""
+        self._counts, self._taken_at = counts, time.monotonic()
+
+    def _refresh_in_background(self) -> None:
+        if self._background is None or self._background.done():
+            self._background = asyncio.create_task(self._ping(PING_TIMEOUT_S))
+
     async def without_worker(self, queues: tuple[Queue, ...]) -> list[Queue]:
-        """The queues of ``queues`` that no live worker consumes (confirmed by a second, longer ping)."""
-        counts = await self._counts_younger_than(self.max_age_s, PING_TIMEOUT_S)
+        """The queues of ``queues`` that no live worker consumes (confirmed by a fresh, longer ping)."""
+        counts = self._counts if self._counts is not None else await self._ping(PING_TIMEOUT_S)
+        if time.monotonic() - self._taken_at > self.max_age_s:
+            self._refresh_in_background()
         if all(counts.get(q) for q in queues):
             return []
-        counts = await self._counts_younger_than(0.0, RECHECK_TIMEOUT_S)
+        counts = await self._ping(RECHECK_TIMEOUT_S)
         return [q for q in queues if not counts.get(q)]
 
 

@@ -21,6 +21,10 @@ from tests.gateway.conftest import Gateway, hindsight_env, start_gateway
 
 pytestmark = pytest.mark.integration
 NOT_RUNNING = "Hindsight isn't running — start it with `hindsight up`"
+NO_WORKER = (
+    "no live worker for the retrieve, rerank, map and reduce stages "
+    "(the retriever, reranker, mapper and reducer workers)"
+)
 
 
 def hindsight(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -97,7 +101,7 @@ def test_a_question_without_a_live_worker_is_refused_naming_the_stage(lone_gatew
     result = hindsight(lone_gateway.env, "ask", "What is my starter called?")
     assert result.returncode == 1
     text = said(result)
-    assert "no live worker for the retrieve (the retriever worker)" in text
+    assert NO_WORKER in text
     assert "`hindsight up`" in text and "Traceback" not in text
 
 
@@ -109,7 +113,7 @@ def test_status_is_a_table_with_the_address_the_gateway_and_the_answer_mode(lone
     assert "degraded — no live worker on index, retrieve, rerank, map, reduce" in text
     assert "answers" in text and "extractive: quotes the best passages" in text
     assert "no reranker worker has reported yet" in text
-    assert "watched folders" in text and "none (`hindsight index FOLDER --watch`)" in text
+    assert "documents │ 0" in text and "none yet (`hindsight index FOLDER`)" in text
     assert "{" not in text, "no Python dict"
 
 
@@ -119,3 +123,10 @@ def test_validation_errors_become_one_sentence_naming_the_field() -> None:
         detail_sentence(detail) == "the request was refused: limit: Input should be less than or equal to 100"
     )
     assert detail_sentence("the question is empty") == "the question is empty"
+
+
+def test_open_gives_the_page_with_the_key_when_no_browser_can_show_it(lone_gateway: Gateway) -> None:
+    env = {k: v for k, v in lone_gateway.env.items() if k not in ("BROWSER", "DISPLAY", "WAYLAND_DISPLAY")}
+    result = hindsight({**env, "PATH": str(Path(sys.executable).parent)}, "open")
+    assert result.returncode == 0
+    assert f"no browser found; open {lone_gateway.url}/#key={env['HINDSIGHT_API_KEY']}" in said(result)

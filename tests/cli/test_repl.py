@@ -93,6 +93,8 @@ def _scripts_get_json(env: dict[str, str], samples: Path) -> None:
     assert "Clint" in answer["markdown"] and answer["citations"]
     found = json.loads(_hindsight(env, "search", "--json", "--mode", "exact", "rye flour"))
     assert found["candidates"][0]["chunk"]["source_uri"] == str(samples / "notes" / "sourdough.md")
+    status = " ".join(_hindsight(env, "status").split())
+    assert "documents │ 4" in status and f"{samples} — 4 documents, not watched" in status
     widened = json.loads(_hindsight(env, "search", "--json", "--k-adjacent", "1", "cold retard hydration"))
     passages = [c["passage"] for c in widened["candidates"]]
     assert passages and len(passages) == len(set(passages))

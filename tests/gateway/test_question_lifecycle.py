@@ -10,6 +10,10 @@ from shared.contracts import Event
 from tests.gateway.conftest import Gateway
 
 QUESTION = {"question": "what did I learn about reranking?"}
+NO_WORKER = (
+    "no live worker for the retrieve, rerank, map and reduce stages "
+    "(the retriever, reranker, mapper and reducer workers)"
+)
 
 
 def key_for(gateway: Gateway) -> str:
@@ -44,7 +48,7 @@ def test_a_quiet_stream_says_it_waits_for_a_worker_and_names_the_stage(gateway: 
     accepted = client.post("/v1/questions", json=QUESTION).json()
     [waiting] = first_events(client, accepted["events_url"], 1)
     assert waiting.stage == "waiting" and waiting.status == "progress"
-    assert "waiting for a worker: no live worker for the retrieve (the retriever worker)" in waiting.detail
+    assert f"waiting for a worker: {NO_WORKER}" in waiting.detail
     assert "hindsight up" in waiting.detail
 
 

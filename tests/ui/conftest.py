@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,15 +83,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     (library / "broken").mkdir()
     (library / "broken" / "scan.pdf").write_bytes(b"%PDF-1.4 this is not a PDF body")
     port = free_port()
-    # The library is the stack's root (the page indexes a folder in it); every page test shares the
-    # one key, so its per-minute limit is raised (tests/security tests the limit itself).
+    # Every test drives the page with the same key, faster than a person: lift the per-key rate limit.
     env = hindsight_env(
         data_dir,
         f"redis://127.0.0.1:{free_port()}/0",
         port,
         COLUMNS="200",
-        HINDSIGHT_ROOTS=str(library),
         HINDSIGHT_RATE_LIMIT_PER_MINUTE="6000",
+        HINDSIGHT_ROOTS=str(library),  # the page may index any folder of the library
     )
     try:
         cli(env, "up")
@@ -105,19 +105,35 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         )
 
 
-@pytest.fixture(scope="module")
-def workerless_gateway(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+@contextmanager
+def gateway_alone(redis_url: str, data_dir: Path, **settings: str) -> Iterator[Stack]:
     """A gateway (and its Redis) with no worker at all, and a valid key."""
-    data_dir = tmp_path_factory.mktemp("workerless")
     port = free_port()
-    env = hindsight_env(data_dir, redis_url, port)
+    env = hindsight_env(data_dir, redis_url, port, **settings)
     process = start_gateway(env, data_dir / "gateway.log")
     url = f"http://127.0.0.1:{port}"
-    wait_for(lambda: httpx.get(f"{url}/metrics").status_code == 200, 30, "the gateway")
-    key = KeyFile(data_dir / "api_keys.json").create("page")[1]
-    yield Stack(url, key, env, data_dir)
-    process.terminate()
-    process.wait(10)
+    try:
+        wait_for(lambda: httpx.get(f"{url}/metrics").status_code == 200, 30, "the gateway")
+        key = KeyFile(data_dir / "api_keys.json").create("page")[1]
+        yield Stack(url, key, env, data_dir)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def workerless_gateway(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """No worker, and questions refused while a stage has none (the default)."""
+    with gateway_alone(redis_url, tmp_path_factory.mktemp("workerless")) as gateway:
+        yield gateway
+
+
+@pytest.fixture(scope="module")
+def queueing_gateway(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """No worker, and questions queued anyway (as where workers start on demand)."""
+    data_dir = tmp_path_factory.mktemp("queueing")
+    with gateway_alone(redis_url, data_dir, HINDSIGHT_REFUSE_WITHOUT_WORKERS="false") as gateway:
+        yield gateway
 
 
 @pytest.fixture(scope="module")

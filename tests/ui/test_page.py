@@ -14,6 +14,10 @@ from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 QUESTION = "What is my sourdough starter called?"
 ANSWER_TIMEOUT_MS = 90_000
+NO_WORKER = (
+    "no live worker for the retrieve, rerank, map and reduce stages "
+    "(the retriever, reranker, mapper and reducer workers)"
+)
 
 
 def ask(page: Page, question: str) -> None:
@@ -144,12 +148,17 @@ def test_library_indexes_watches_and_shows_a_failed_file_as_failed(browser: Brow
     expect(page.locator("#index-status")).to_contain_text("indexed with 1 failed", timeout=60_000)
     expect(page.locator("#index-status")).to_have_class(re.compile("failed"))
     folder = page.locator(f"#folders li[data-root='{broken}']")
+    expect(folder).to_contain_text("0 documents · 1 failed · last sync")
     expect(folder).to_contain_text("kept in sync")
-    expect(folder).to_contain_text("last sync")
+    expect(folder).to_contain_text("scan.pdf: corrupt PDF")
+    notes = page.locator(f"#folders li[data-root='{stack.library / 'samples' / 'notes'}']")
+    expect(notes).to_contain_text("2 documents")
     screenshot(page, "library-desktop")
 
     folder.get_by_role("button", name="Stop watching").click()
     expect(page.locator(f"#folders li[data-root='{broken}']")).to_contain_text("not watched")
+    page.locator(f"#folders li[data-root='{broken}']").get_by_role("button", name="Remove from list").click()
+    expect(page.locator(f"#folders li[data-root='{broken}']")).to_have_count(0)
 
 
 def test_dark_mode_follows_the_system(browser: Browser, stack: Stack) -> None:
@@ -168,10 +177,32 @@ def test_a_question_with_no_worker_to_take_it_is_refused_at_once(
     page.fill("#question", QUESTION)
     page.click("#ask")
     error = page.locator("#ask-error")
-    expect(error).to_contain_text("no live worker for the retrieve (the retriever worker)", timeout=15_000)
+    expect(error).to_contain_text(
+        NO_WORKER,
+        timeout=15_000,
+    )
     expect(error).to_contain_text("hindsight up")
     expect(page.locator("#ask")).to_be_enabled()
     screenshot(page, "no-worker-phone")
+
+
+def test_a_question_waiting_for_a_worker_says_so_and_can_be_cancelled(
+    browser: Browser, queueing_gateway: Stack
+) -> None:
+    gateway = queueing_gateway
+    page = open_page(browser, f"{gateway.url}/#key={gateway.key}", WIDTHS["desktop"])
+    page.fill("#question", QUESTION)
+    page.click("#ask")
+    line = page.locator("#stage-line")
+    expect(line).to_contain_text(
+        "waiting for a worker: no live worker for the retrieve, rerank", timeout=40_000
+    )
+    screenshot(page, "waiting-desktop")
+    page.click("#cancel")
+    expect(page.locator("#ask-error")).to_contain_text("cancelled by the person who asked")
+    expect(page.locator("#ask")).to_be_enabled()
+    expect(page.locator("#cancel")).to_be_hidden()
+    expect(page.locator("#history li").first).to_contain_text("failed")
 
 
 def test_a_wrong_key_is_reported_as_soon_as_the_page_opens(browser: Browser, stack: Stack) -> None:

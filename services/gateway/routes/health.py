@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.schemas import Health
-from services.gateway.worker_census import live_workers_per_queue
+from services.gateway.worker_census import census, live_workers_per_queue
 from shared.contracts import RerankerStatus
 from shared.events import RERANKER_STATUS_PREFIX
 from shared.topology import REQUIRED_QUEUES
@@ -50,6 +50,8 @@ async def read_health(client: aioredis.Redis) -> Health:
     except (OSError, aioredis.RedisError):
         redis_ok = False
     queues = await asyncio.to_thread(live_workers_per_queue) if redis_ok else {}
+    if redis_ok:
+        census.record(queues)  # questions asked next need not ping again
     ok = redis_ok and all(queues.get(q, 0) for q in REQUIRED_QUEUES)
     rerankers = await reranker_statuses(client) if redis_ok else []
     return Health(redis=redis_ok, queues=queues, rerankers=rerankers, status="ok" if ok else "degraded")

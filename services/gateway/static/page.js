@@ -340,6 +340,7 @@ $("ask-form").addEventListener("submit", async (e) => {
     params.set("q", accepted.id);
     setHash(params);
     openAnswerSection(question, accepted.id);
+    loadHistory().catch(() => {});
     await streamQuestion(accepted.id);
   } catch (error) {
     showError("ask-error", error);
@@ -463,42 +464,54 @@ $("search-form").addEventListener("submit", async (e) => {
 
 // ---------- library ----------
 
-function syncRecord(root) {
-  try { return JSON.parse(localStorage.getItem(`hindsight-sync:${root}`)); } catch (_) { return null; }
-}
-
-function knownRoots() {
-  return Object.keys(localStorage).filter((k) => k.startsWith("hindsight-sync:")).map((k) => k.slice("hindsight-sync:".length));
+function folderFacts(folder) {
+  const report = folder.last_report;
+  const facts = [`${folder.documents} document${folder.documents === 1 ? "" : "s"}`];
+  if (report && report.failed) facts.push(`${report.failed} failed`);
+  if (folder.running) facts.push("syncing now");
+  else if (folder.synced_at) facts.push(`last sync ${new Date(folder.synced_at * 1000).toLocaleString()}`);
+  facts.push(folder.watched ? "kept in sync" : "not watched");
+  return facts.join(" · ");
 }
 
 async function loadLibrary() {
-  let watched = [];
+  let folders = [];
   try {
-    watched = (await (await api("/v1/watch")).json()).map((w) => w.root);
+    folders = await (await api("/v1/library")).json();
   } catch (error) {
     if (error.status !== 401) showError("index-error", error);
   }
   const list = $("folders");
   list.replaceChildren();
-  for (const root of [...new Set([...watched, ...knownRoots()])].sort()) {
-    const record = syncRecord(root);
-    const isWatched = watched.includes(root);
-    const item = element("li", { "data-root": root });
-    item.append(element("strong", {}, root));
-    const facts = [isWatched ? "kept in sync" : "not watched"];
-    if (record) facts.push(`last sync ${new Date(record.at).toLocaleString()}: ${record.detail}`);
-    item.append(element("div", { class: record && record.failed ? "error" : "muted" }, facts.join(" · ")));
+  for (const folder of folders) {
+    const report = folder.last_report;
+    const item = element("li", { "data-root": folder.root });
+    item.append(element("strong", {}, folder.root));
+    item.append(element("div", { class: report && report.failed ? "error" : "muted" }, folderFacts(folder)));
+    for (const failure of (report && report.failures) || []) {
+      item.append(element("div", { class: "error" }, `${fileName(failure.path)}: ${failure.reason}`));
+    }
     const actions = element("div", { class: "actions" });
     const reindex = element("button", { type: "button", class: "secondary" }, "Re-index");
-    reindex.addEventListener("click", () => indexFolder(root, false));
-    const watch = element("button", { type: "button", class: "secondary" }, isWatched ? "Stop watching" : "Watch");
-    watch.addEventListener("click", () => toggleWatch(root, isWatched));
-    const forget = element("button", { type: "button", class: "secondary" }, "Remove from list");
-    forget.addEventListener("click", async () => { if (isWatched) await toggleWatch(root, true); localStorage.removeItem(`hindsight-sync:${root}`); loadLibrary(); });
+    reindex.addEventListener("click", () => indexFolder(folder.root, false));
+    const watch = element("button", { type: "button", class: "secondary" }, folder.watched ? "Stop watching" : "Watch");
+    watch.addEventListener("click", () => toggleWatch(folder.root, folder.watched));
+    const forget = element("button", { type: "button", class: "secondary", title: "its indexed documents stay searchable" }, "Remove from list");
+    forget.addEventListener("click", () => forgetFolder(folder.root));
     actions.append(reindex, watch, forget);
     item.append(actions);
     list.append(item);
   }
+}
+
+async function forgetFolder(root) {
+  clearErrors();
+  try {
+    await api(`/v1/library?root=${encodeURIComponent(root)}`, { method: "DELETE" });
+  } catch (error) {
+    showError("index-error", error);
+  }
+  await loadLibrary();
 }
 
 async function toggleWatch(root, isWatched) {
@@ -541,13 +554,11 @@ async function indexFolder(root, watch) {
         const failed = (report.failed || 0) > 0;
         status.textContent = `${failed ? `indexed with ${report.failed} failed` : "indexed"} — ${event.detail}${failures}`;
         status.classList.toggle("failed", failed);
-        localStorage.setItem(`hindsight-sync:${root}`, JSON.stringify({ at: Date.now(), detail: event.detail, failed }));
       }
     });
   } catch (error) {
     status.textContent = `failed — ${error.message}`;
     status.classList.add("failed");
-    localStorage.setItem(`hindsight-sync:${root}`, JSON.stringify({ at: Date.now(), detail: `failed: ${error.message}`, failed: true }));
     showError("index-error", error);
   } finally {
     $("index-start").disabled = false;
