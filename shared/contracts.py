@@ -190,6 +190,9 @@ class SourcePreview(Contract):
     title: str
     source_uri: str
     preview: str
+    kind: SourceKind | None = None
+    space: str | None = None
+    document_date: datetime | None = None
 
 
 class Answer(Contract):

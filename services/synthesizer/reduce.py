@@ -74,7 +74,12 @@ def sources_explored(candidates: list[Candidate]) -> list[SourcePreview]:
         if chunk.document_id not in seen:
             preview = " ".join(chunk.text.split())[:PREVIEW_CHARS]
             seen[chunk.document_id] = SourcePreview(
-                title=chunk.title, source_uri=chunk.source_uri, preview=preview
+                title=chunk.title,
+                source_uri=chunk.source_uri,
+                preview=preview,
+                kind=chunk.kind,
+                space=chunk.space,
+                document_date=chunk.document_date,
             )
     return list(seen.values())
 

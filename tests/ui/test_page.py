@@ -73,6 +73,8 @@ def test_a_perplexity_thread_is_cited_by_its_title_question_and_address(
 ) -> None:
     page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
     ask(page, "How long can sourdough proof in the fridge?")
+    thread_source = page.locator("#sources li", has_text="Proofing sourdough")
+    expect(thread_source).to_contain_text("markdown · Baking · 2025-03-02")
     thread_citation = page.locator("#answer a.cite[title*='Proofing sourdough']").first
     thread_citation.click()
     title = page.locator("#evidence .evidence-title a")

@@ -259,7 +259,8 @@ function renderSources(sources) {
   for (const source of sources) {
     const item = element("li", { title: source.source_uri });
     item.append(element("span", { class: "title" }, source.title || fileName(source.source_uri)));
-    item.append(element("span", { class: "where" }, fileName(source.source_uri)));
+    const facts = [source.kind, source.space, source.document_date && source.document_date.slice(0, 10)].filter(Boolean);
+    item.append(element("span", { class: "where" }, [...facts, fileName(source.source_uri)].join(" · ")));
     if (source.preview) item.append(element("span", { class: "preview" }, source.preview));
     list.append(item);
   }
