@@ -7,3 +7,8 @@ from rich.console import Console
 
 console = Console()
 error_console = Console(stderr=True)
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 source``, ``3 sources``: a count with its noun in the right number."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

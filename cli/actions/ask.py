@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from rich.markdown import Markdown
 
 from cli.client import GatewayClient, default_client
-from cli.console import console, error_console
+from cli.console import console, counted, error_console
 from shared.contracts import Answer, Citation, Event, QuestionOptions, Strategy
 from shared.events import TERMINAL_STAGE, WAITING_STAGE
 
@@ -63,8 +63,8 @@ class QuestionProgress:
         """ "Searched your notes · 8 passages · 3 sources · 1.7 s"."""
         parts = ["Searched your notes"]
         if self.passages is not None:
-            parts.append(f"{self.passages} passages")
-        parts += [f"{len(answer.sources_explored)} sources", f"{elapsed_s:.1f} s"]
+            parts.append(counted(self.passages, "passage"))
+        parts += [counted(len(answer.sources_explored), "source"), f"{elapsed_s:.1f} s"]
         return " · ".join(parts)
 
 

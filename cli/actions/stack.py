@@ -10,7 +10,7 @@ import httpx
 from rich.table import Table
 
 from cli.client import GatewayError, default_client, transport_failure
-from cli.console import console
+from cli.console import console, counted
 from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, wait_until
 from shared.contracts import RerankerStatus, ScanReport
@@ -115,7 +115,7 @@ def show_status() -> None:
 def folder_line(folder: dict[str, Any]) -> str:
     """``/notes — 12 documents, 1 failed, watched``."""
     count = int(folder["documents"])
-    facts = [f"{count} document{'' if count == 1 else 's'}"]
+    facts = [counted(count, "document")]
     report = ScanReport.model_validate(folder["last_report"]) if folder.get("last_report") else None
     if report and report.failed:
         facts.append(f"[red]{report.failed} failed[/red]")

@@ -212,11 +212,15 @@ function renderEvent(event) {
   line.textContent = event.stage === "waiting" ? event.detail : `${STAGE_WORDS[event.stage] || event.stage}…`;
 }
 
+function counted(count, noun) {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
 function summaryLine(answer, candidates) {
   const seconds = ((answer.timings_ms && answer.timings_ms.total) || 0) / 1000;
   const parts = ["Searched your notes"];
-  if (candidates !== undefined && candidates !== null) parts.push(`${candidates} passages`);
-  parts.push(`${answer.sources_explored.length} sources`);
+  if (candidates !== undefined && candidates !== null) parts.push(counted(candidates, "passage"));
+  parts.push(counted(answer.sources_explored.length, "source"));
   if (seconds) parts.push(`${seconds.toFixed(1)} s`);
   return parts.join(" · ");
 }
@@ -467,7 +471,7 @@ $("search-form").addEventListener("submit", async (e) => {
 
 function folderFacts(folder) {
   const report = folder.last_report;
-  const facts = [`${folder.documents} document${folder.documents === 1 ? "" : "s"}`];
+  const facts = [counted(folder.documents, "document")];
   if (report && report.failed) facts.push(`${report.failed} failed`);
   if (folder.running) facts.push("syncing now");
   else if (folder.synced_at) facts.push(`last sync ${new Date(folder.synced_at * 1000).toLocaleString()}`);
