@@ -249,7 +249,7 @@ function renderAnswer(answer, candidates) {
     target.append(text.slice(last));
   }
   const supported = answer.verdicts.filter((v) => v.supported).length;
-  $("verification").textContent = `${answer.citations.length} citations; ${supported}/${answer.verdicts.length} cited claims supported (${answer.mode} mode)`;
+  $("verification").textContent = `${counted(answer.citations.length, "citation")}; ${supported}/${answer.verdicts.length} cited claims supported (${answer.mode} mode)`;
   renderSources(answer.sources_explored);
   $("stage-line").classList.remove("warning");
   $("stage-line").textContent = summaryLine(answer, candidates);
