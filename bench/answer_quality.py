@@ -79,7 +79,9 @@ class Scores:
 
 def whole_sentence(text: str) -> bool:
     words = MARKER.sub("", text).split()
-    return bool(words) and SENTENCE_END.search(words[-1]) is not None and words[-1].lower() not in DANGLING
+    if not words or SENTENCE_END.search(words[-1]) is None:
+        return False
+    return words[-1].rstrip(".!?\"'”’)]").lower() not in DANGLING
 
 
 def quote_is_whole(file_text: str, start: int, end: int) -> bool:
