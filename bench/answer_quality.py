@@ -22,6 +22,8 @@ What each column means (per question, then averaged; citations pooled for precis
 - ``verb``: share of citations whose quote equals the cited file's characters at
   ``char_start:char_end`` (read here, independently of the answer's ``verified``); ``line``: share
   whose ``line`` is the line of ``char_start`` in that file.
+- ``none``: answers that said nothing was found; ``failed``: questions that ended failed (a stage's
+  time limit), left out of every other column.
 - ``p50``/``p95``: seconds from asking to the answer; ``syn50``/``syn95``: seconds from the rerank
   event to the answer (the synthesizer's whole stage, queue hops included); ``words``: mean answer
   length in words.
@@ -75,6 +77,7 @@ class Scores:
     synthesis: list[float] = field(default_factory=list)
     words: list[int] = field(default_factory=list)
     nothing_found: int = 0
+    failed: int = 0
 
 
 def whole_sentence(text: str) -> bool:
@@ -113,6 +116,8 @@ def score_answer(answer: Answer, relevant: set[str], doc_of: dict[str, str], sco
                 c = by_number[number]
                 whole = whole and quote_is_whole(Path(c.source_uri).read_text(), c.char_start, c.char_end)
         scores.fragments += not whole
+        if not whole:
+            print(f"    fragment: {verdict.sentence!r}")
     for c in answer.citations:
         text = Path(c.source_uri).read_text()
         scores.verbatim += text[c.char_start : c.char_end] == c.quote
@@ -195,7 +200,12 @@ def run(
     scores = Scores()
     try:
         for number, query_id in enumerate(query_ids, start=1):
-            answer, wall, synthesis = ask(client, dataset.queries[query_id])
+            try:
+                answer, wall, synthesis = ask(client, dataset.queries[query_id])
+            except RuntimeError as exc:  # the question failed (a stage's time limit): counted, not scored
+                scores.failed += 1
+                print(f"  {number}/{len(query_ids)} failed: {exc}", flush=True)
+                continue
             scores.latency.append(wall)
             scores.synthesis.append(synthesis)
             score_answer(answer, set(dataset.qrels[query_id]), indexed.file_to_id, scores)
@@ -210,6 +220,9 @@ def run(
 
 def print_table(label: str, scores: Scores) -> None:
     n = len(scores.first)
+    if not n:
+        print(f"{label}: no question answered ({scores.failed} failed)")
+        return
     cells = {
         "config": label,
         "n": str(n),
@@ -227,6 +240,7 @@ def print_table(label: str, scores: Scores) -> None:
         "syn95": f"{percentile(scores.synthesis, 0.95):.2f}",
         "words": f"{statistics.mean(scores.words):.0f}",
         "none": str(scores.nothing_found),
+        "failed": str(scores.failed),
     }
     print("| " + " | ".join(cells) + " |")
     print("|" + "---|" * len(cells))
