@@ -16,9 +16,10 @@ What each column means (per question, then averaged; citations pooled for precis
   the synthesizer received (``Answer.sources_explored``, in rank order), so the table shows whether
   synthesis keeps the retriever's ranking.
 - ``frag``: share of answer sentences that are fragments. A sentence is whole when it ends with
-  ".", "!" or "?" (closing quotes or brackets allowed), its last word is not an article, preposition
-  or conjunction, and — for an extractive answer — its cited quote starts at the start of a sentence
-  and ends at the end of one in the file's own segmentation (``services.synthesizer.segmentation``).
+  ".", "!" or "?" (closing quotes or brackets allowed), its last word is not an article or a
+  conjunction ("a", "the", "and": a line cut short), and — for an extractive answer — its cited
+  quote starts at the start of a sentence and ends at the end of one in the file's own
+  segmentation (``services.synthesizer.segmentation``).
 - ``verb``: share of citations whose quote equals the cited file's characters at
   ``char_start:char_end`` (read here, independently of the answer's ``verified``); ``line``: share
   whose ``line`` is the line of ``char_start`` in that file.
@@ -55,9 +56,7 @@ from shared.settings import Settings
 from testing.processes import free_port
 
 MARKER = re.compile(r"\s*\[\d+\]")
-DANGLING = frozenset(
-    ["a", "an", "the", "of", "to", "and", "or", "but", "with", "for", "in", "on", "at", "by", "from", "as"]
-)
+DANGLING = frozenset(["a", "an", "the", "and", "or", "but"])  # English ends sentences with "with", not "the"
 SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 
 

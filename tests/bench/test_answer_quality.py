@@ -16,6 +16,7 @@ def test_a_sentence_cut_at_a_line_end_or_before_a_list_is_a_fragment() -> None:
     assert not whole_sentence("Debian GNU/Linux is the result of a volunteer effort to create a [1].")
     assert not whole_sentence("Like most Linux distributions, Debian GNU/Linux provides: [2]")
     assert not whole_sentence("Debian GNU/Linux provides a")
+    assert whole_sentence("the minor version number of the Python release you're working with [1].")
 
 
 def test_a_quote_is_whole_only_from_a_sentence_start_to_a_sentence_end_of_the_file() -> None:
