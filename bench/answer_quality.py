@@ -43,10 +43,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.question_paths import service_stack
 from bench.retrieval_quality import Dataset, index_corpus, load_dataset
 from cli.client import GatewayClient
-from cli.local_key import client_key, ensure_local_key
-from cli.local_stack import LocalStack, wait_until
+from cli.local_key import client_key
 from services.synthesizer.segmentation import segment
 from shared.backends import create_embedder
 from shared.contracts import Answer
@@ -150,22 +150,6 @@ def ask(client: GatewayClient, question: str) -> tuple[Answer, float, float]:
     return Answer.model_validate(last.data["answer"]), wall, last.ts - reranked
 
 
-def running_stack(settings: Settings) -> tuple[LocalStack, GatewayClient]:
-    ensure_local_key(settings)
-    stack = LocalStack(settings)
-    stack.up()
-    client = GatewayClient(settings.gateway_url, client_key(settings), timeout_s=600)
-
-    def healthy() -> bool:
-        try:
-            return client.health()["status"] == "ok"
-        except Exception:
-            return False
-
-    wait_until(healthy, 180, "workers and gateway")
-    return stack, client
-
-
 def show(answer: Answer) -> None:
     print("    " + " ".join(answer.markdown.split())[:400])
     for c in answer.citations:
@@ -192,27 +176,29 @@ def run(
             "llm": llm,
         }
     )
-    # The stack's processes read their settings from the environment; one client asks every
-    # question back to back, far above the gateway's per-key rate limit.
-    os.environ.update({"HINDSIGHT_LLM": llm, "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "1000000"})
-    stack, client = running_stack(settings)
+    # One client asks every question back to back, far above the gateway's per-key rate limit.
+    extra_env = {"HINDSIGHT_LLM": llm, "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "1000000"}
     scores = Scores()
     try:
-        for number, query_id in enumerate(query_ids, start=1):
-            try:
-                answer, wall, synthesis = ask(client, dataset.queries[query_id])
-            except RuntimeError as exc:  # the question failed (a stage's time limit): counted, not scored
-                scores.failed += 1
-                print(f"  {number}/{len(query_ids)} failed: {exc}", flush=True)
-                continue
-            scores.latency.append(wall)
-            scores.synthesis.append(synthesis)
-            score_answer(answer, set(dataset.qrels[query_id]), indexed.file_to_id, scores)
-            print(f"  {number}/{len(query_ids)} {wall:.1f}s {dataset.queries[query_id][:60]!r}", flush=True)
-            if shown:
-                show(answer)
+        with service_stack(settings, extra_env):
+            # An LLM's map can run minutes between two events: a client that waits for them.
+            client = GatewayClient(settings.gateway_url, client_key(settings), timeout_s=600)
+            for number, query_id in enumerate(query_ids, start=1):
+                try:
+                    answer, wall, synthesis = ask(client, dataset.queries[query_id])
+                except RuntimeError as exc:  # the question failed (a stage's time limit): counted, not scored
+                    scores.failed += 1
+                    print(f"  {number}/{len(query_ids)} failed: {exc}", flush=True)
+                    continue
+                scores.latency.append(wall)
+                scores.synthesis.append(synthesis)
+                score_answer(answer, set(dataset.qrels[query_id]), indexed.file_to_id, scores)
+                print(
+                    f"  {number}/{len(query_ids)} {wall:.1f}s {dataset.queries[query_id][:60]!r}", flush=True
+                )
+                if shown:
+                    show(answer)
     finally:
-        stack.down()
         shutil.rmtree(data_dir, ignore_errors=True)
     return scores
 
