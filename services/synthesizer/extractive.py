@@ -193,14 +193,3 @@ def best_snippet(question: str, candidates: list[Candidate], embedder: Embedder 
     """The single best-scoring sentence of a batch: what a batch the LLM got nothing from falls back to."""
     batch = MapBatch(question_id="", question=question, batch_index=0, candidates=candidates)
     return max(extract_facts(batch, embedder).facts, key=lambda f: f.relevance, default=None)
-
-
-def one_per_document(facts: list[Fact], candidates: list[Candidate]) -> list[Fact]:
-    """The most relevant fact of each document (by id, never by title), in first-seen order."""
-    document_of = {c.chunk.id: c.chunk.document_id for c in candidates}
-    best: dict[str, Fact] = {}
-    for fact in facts:
-        key = document_of.get(fact.chunk_id, fact.chunk_id)
-        if key not in best or fact.relevance > best[key].relevance:
-            best[key] = fact
-    return list(best.values())
