@@ -15,8 +15,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import yaml
 
-from tests.compose.deployment import compose_services
+from tests.compose.deployment import EMBEDDED, compose_services
 from tests.compose.docker_stack import Stack, build_image, daemon_problem, image_mb, run_in_image, wait_for
 from tests.conftest import REPO
 
@@ -129,6 +130,13 @@ def test_scaled_reranker_and_mapper_copies_are_each_counted(stack: Stack, figure
     queues = wait_for("two rerankers and two mappers on /healthz", both_counted, timeout_s=240)
     figures["scale_to_counted_s"] = round(time.monotonic() - started, 1)
     assert queues["retrieve"] == 1 and queues["reduce"] == 1, queues
+    # Each copy's compose healthcheck pings its own node, so Docker can tell a dead copy apart.
+    healthcheck = yaml.safe_load(EMBEDDED.read_text())["services"]["reranker"]["healthcheck"]["test"][-1]
+    for index in ("1", "2"):
+        check = stack.compose(
+            "exec", "-T", "--index", index, "reranker", "sh", "-c", healthcheck.replace("$$", "$")
+        )
+        assert "pong" in check.stdout, check.stdout
 
 
 def test_the_scraper_image_runs_a_headful_chromium_on_its_virtual_screen(stack: Stack) -> None:
