@@ -115,8 +115,8 @@ def index_corpus(dataset: Dataset, cache: Path, embedder: OnnxEmbedder, settings
         mapping_path.write_text(json.dumps(file_to_id))
         store = LanceDBStore(folder / "store", embedder.dimension)
         started = time.perf_counter()
-        unconfined = settings.model_copy(update={"roots": []})  # the bench's own temp folder
-        report = sync_root(IndexRequest(job_id="bench", root=str(files)), store, embedder, unconfined)
+        confined = settings.model_copy(update={"roots": [files]})  # the bench's own temp folder
+        report = sync_root(IndexRequest(job_id="bench", root=str(files)), store, embedder, confined)
         build_s = time.perf_counter() - started
         print(
             f"  indexed {report.new} files, {report.chunks} chunks, {report.failed} failed "

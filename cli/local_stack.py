@@ -1,7 +1,10 @@
 """Run the services as local processes: Redis if none answers, one worker per queue, the gateway.
 
 Every process started gets a pidfile in the run folder; ``stop_stack`` stops exactly those
-processes and nothing else.
+processes and nothing else. The data folder is private (mode 0700) and every child runs with
+``umask 077``, so the store, Redis's files and the logs are readable by this user alone. The Redis
+the stack starts demands the application user's password (``shared.redis_auth``); children get it
+in their ``HINDSIGHT_REDIS_URL``, never on a command line.
 """
 
 from __future__ import annotations
@@ -15,11 +18,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
+from typing import BinaryIO
+from urllib.parse import unquote, urlparse
 
 import redis
 
 from shared.cpu import available_cores
+from shared.redis_auth import (
+    APP_USER,
+    acl_rules,
+    ensure_password,
+    has_credentials,
+    with_credentials,
+)
+from shared.safe_files import write_private
 from shared.settings import Settings
 from shared.topology import WORKERS, Worker
 
@@ -98,15 +110,30 @@ def redis_server_binary() -> str:
 REDIS_PERSISTENCE = ("--appendonly", "yes", "--save", "60", "1")
 
 
+def is_local_redis(url: str) -> bool:
+    return urlparse(url).hostname in ("127.0.0.1", "localhost")
+
+
+def stack_redis_url(settings: Settings) -> str:
+    """The URL children use: the configured one if it carries credentials or names a Redis elsewhere;
+    for the local Redis the stack runs, with the application user and the stack's own password."""
+    if has_credentials(settings.redis_url) or not is_local_redis(settings.redis_url):
+        return settings.redis_url
+    return with_credentials(settings.redis_url, APP_USER, ensure_password(settings.redis_password_file))
+
+
 def redis_spec(settings: Settings) -> ProcessSpec:
-    parsed = urlparse(settings.redis_url)
-    if parsed.hostname not in ("127.0.0.1", "localhost"):
-        raise RuntimeError(f"Redis at {settings.redis_url} does not answer and is not local: start it first")
+    """``redis-server`` on loopback, with an ACL file (0600) that admits the application user only."""
+    if not is_local_redis(settings.redis_url):
+        raise RuntimeError("the configured Redis does not answer and is not local: start it first")
+    url = urlparse(stack_redis_url(settings))
+    acl_file = settings.run_dir / "redis-users.acl"
+    write_private(acl_file, acl_rules(unquote(url.username or "default"), unquote(url.password or "")))
     return ProcessSpec(
         "redis",
         [
-            redis_server_binary(), "--bind", "127.0.0.1", "--port", str(parsed.port or 6379),
-            *REDIS_PERSISTENCE, "--dir", str(settings.run_dir),
+            redis_server_binary(), "--bind", "127.0.0.1", "--port", str(url.port or 6379),
+            *REDIS_PERSISTENCE, "--dir", str(settings.run_dir), "--aclfile", str(acl_file),
         ],
     )  # fmt: skip
 
@@ -117,7 +144,8 @@ class LocalStack:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.run_dir = settings.run_dir
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(settings.data_dir)
+        make_private_dir(self.run_dir)
 
     def pidfile(self, name: str) -> Path:
         return self.run_dir / f"{name}.pid"
@@ -133,20 +161,31 @@ class LocalStack:
     def start(self, spec: ProcessSpec, env: dict[str, str]) -> int:
         if spec.name in self.running():
             return self.running()[spec.name]
-        log = (self.run_dir / f"{spec.name}.log").open("ab")
-        process = subprocess.Popen(
-            spec.argv, stdout=log, stderr=subprocess.STDOUT, env={**env, **spec.env}, start_new_session=True
-        )
+        with open_private_log(self.run_dir / f"{spec.name}.log") as log:
+            process = subprocess.Popen(
+                spec.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**env, **spec.env},
+                start_new_session=True,
+                umask=PRIVATE_UMASK,
+            )
         self.pidfile(spec.name).write_text(str(process.pid))
         return process.pid
 
     def up(self) -> list[str]:
         """Start what is not running; return the names started."""
         env = {**os.environ, **self.settings_env()}
+        url = env["HINDSIGHT_REDIS_URL"]
         started = []
-        if not redis_answers(self.settings.redis_url):
+        if not redis_answers(url):
+            if redis_answers(self.settings.redis_url):
+                raise RuntimeError(
+                    f"a Redis without the stack's password answers on port {urlparse(url).port}: "
+                    "stop it (`hindsight down` stops one this stack started) and run `hindsight up` again"
+                )
             self.start(redis_spec(self.settings), env)
-            wait_until(lambda: redis_answers(self.settings.redis_url), 10, "redis-server")
+            wait_until(lambda: redis_answers(url), 10, "redis-server")
             started.append("redis")
         for spec in [*worker_specs(), gateway_spec()]:
             if spec.name not in self.running():
@@ -176,12 +215,28 @@ class LocalStack:
         return {
             "HINDSIGHT_DATA_DIR": str(self.settings.data_dir.resolve()),
             "HINDSIGHT_MODELS_DIR": str(self.settings.resolved_models_dir),
-            "HINDSIGHT_REDIS_URL": self.settings.redis_url,
+            "HINDSIGHT_REDIS_URL": stack_redis_url(self.settings),
             "HINDSIGHT_GATEWAY_HOST": self.settings.gateway_host,
             "HINDSIGHT_GATEWAY_PORT": str(self.settings.gateway_port),
             "HINDSIGHT_GATEWAY_AUTH": self.settings.gateway_auth,
             "HINDSIGHT_API_KEYS_FILE": str(self.settings.keys_file),
         }
+
+
+PRIVATE_UMASK = 0o077
+
+
+def make_private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) and make it readable by this user alone (mode 0700)."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+
+
+def open_private_log(path: Path) -> BinaryIO:
+    """A process's log, appended to, mode 0600: logs name the files and questions of this user."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    os.fchmod(descriptor, 0o600)
+    return os.fdopen(descriptor, "ab")
 
 
 def process_alive(pid: int) -> bool:

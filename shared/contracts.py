@@ -8,11 +8,11 @@ payload fails loudly at the boundary instead of deep inside a stage.
 from __future__ import annotations
 
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Contract(BaseModel):
@@ -104,6 +104,17 @@ class SearchFilters(Contract):
     date_from: datetime | None = None
     date_to: datetime | None = None
 
+    @field_validator("date_from", "date_to")
+    @classmethod
+    def _in_utc(cls, value: datetime | None) -> datetime | None:
+        """Dates compare in UTC (a naive one is taken as UTC); one that has no UTC time is refused."""
+        if value is None:
+            return None
+        try:
+            return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+        except OverflowError as exc:
+            raise ValueError("the date is out of range once converted to UTC") from exc
+
 
 class Candidate(Contract):
     """A chunk found by retrieval, with how each leg ranked it and what later stages scored."""
@@ -141,7 +152,14 @@ class Fact(Contract):
 
 
 class Citation(Contract):
-    """What an ``[n]`` marker in the answer resolves to: the exact characters of a source."""
+    """What an ``[n]`` marker in the answer resolves to: the exact characters of a source.
+
+    For Markdown and plain-text files ``char_start``/``char_end`` index the file's own text as loaded
+    (UTF-8, from its first character, front matter included) and ``line``/``column`` (1-based) are
+    where the quote starts, so ``path:line`` opens it in an editor; ``verified`` means the file holds
+    exactly ``quote`` there now. For PDF and HTML, whose indexed text is extracted rather than the
+    file's characters, they index the extracted text and ``line``/``column`` are ``None``.
+    """
 
     number: int = Field(ge=1)
     document_id: str
@@ -151,6 +169,8 @@ class Citation(Contract):
     page: int | None = None
     char_start: int = Field(ge=0)
     char_end: int = Field(ge=0)
+    line: int | None = Field(default=None, ge=1)
+    column: int | None = Field(default=None, ge=1)
     quote: str
     verified: bool = False
 
@@ -170,6 +190,9 @@ class SourcePreview(Contract):
     title: str
     source_uri: str
     preview: str
+    kind: SourceKind | None = None
+    space: str | None = None
+    document_date: datetime | None = None
 
 
 class Answer(Contract):
@@ -295,6 +318,7 @@ class MapBatch(Contract):
     question: str
     batch_index: int
     candidates: list[Candidate]
+    first_rank: int = Field(default=0, ge=0, description="rank (from 0) of the batch's first candidate")
 
 
 class MapResult(Contract):
@@ -309,6 +333,8 @@ class IndexRequest(Contract):
 
     job_id: str
     root: str
+    # Allow a scan to delete more than half of the root's documents (they really are gone).
+    force: bool = False
 
 
 class IndexFileTask(Contract):
@@ -352,6 +378,8 @@ class ScanReport(Contract):
     chunks: int = 0
     failures: list[IndexFileResult] = Field(default_factory=list)
     skipped_files: list[IndexFileResult] = Field(default_factory=list)
+    # The paths whose documents this scan deleted from the index.
+    deleted_files: list[str] = Field(default_factory=list)
     elapsed_s: float = 0.0
 
 

@@ -1,5 +1,10 @@
 """Index jobs as the gateway and the indexer both see them: path confinement, live progress, watched roots.
 
+Confinement: a path is indexed or read only inside a *root*. The roots are ``HINDSIGHT_ROOTS`` plus
+the folders ``hindsight index`` registered (``roots.txt`` in the data folder, mode 0600: adding one
+needs the machine owner's files, not just an API key). With no root at all nothing is allowed; ``/``
+is never a root, and nothing under ``/proc``, ``/sys`` or ``/dev`` is ever allowed.
+
 The indexer writes a job's progress to a Redis hash as each file finishes; the gateway reads it for
 ``GET /v1/index/{job}`` without importing indexer code. Watched roots live in Redis too, so that the
 gateway can register a folder and the indexer's watcher picks it up.
@@ -14,19 +19,68 @@ import redis
 
 from shared.contracts import IndexFileResult, IndexProgress, WatchedRoot
 from shared.events import redis_client
-from shared.settings import get_settings
+from shared.safe_files import write_private
+from shared.settings import Settings, get_settings
 
 WATCHED_ROOTS_KEY = "hindsight:watch:roots"
+SYSTEM_FOLDERS = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 
 class PathOutsideRootsError(ValueError):
     """A path that is not inside any configured root: refused, never read."""
 
 
+def refuse_system_folder(path: Path) -> None:
+    """``/`` as a whole, and anything under ``/proc``, ``/sys`` or ``/dev``, are never roots or read."""
+    if path == Path("/") or any(path.is_relative_to(folder) for folder in SYSTEM_FOLDERS):
+        raise PathOutsideRootsError(f"{path} is a system folder: Hindsight never indexes or reads it")
+
+
+def registered_roots(roots_file: Path) -> list[Path]:
+    """The folders ``register_root`` kept in ``roots_file`` (none when it does not exist)."""
+    try:
+        lines = roots_file.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    return [Path(line) for line in lines if line.strip()]
+
+
+def register_root(settings: Settings, folder: Path) -> Path:
+    """Make ``folder`` (resolved, an existing folder, not a system one) a root; return it."""
+    resolved = folder.expanduser().resolve()
+    refuse_system_folder(resolved)
+    if not resolved.is_dir():
+        raise PathOutsideRootsError(f"{resolved} is not a folder")
+    known = registered_roots(settings.roots_file)
+    if resolved not in known:
+        write_private(settings.roots_file, "".join(f"{root}\n" for root in [*known, resolved]))
+    return resolved
+
+
+def allowed_roots(settings: Settings) -> list[Path]:
+    """``HINDSIGHT_ROOTS`` and the registered roots, resolved; system folders never among them."""
+    roots = [root.resolve() for root in [*settings.roots, *registered_roots(settings.roots_file)]]
+    return [root for root in dict.fromkeys(roots) if not is_system_folder(root)]
+
+
+def is_system_folder(path: Path) -> bool:
+    try:
+        refuse_system_folder(path)
+    except PathOutsideRootsError:
+        return True
+    return False
+
+
 def confine_to_roots(path: Path, roots: list[Path]) -> Path:
-    """The resolved path if it lies inside one of ``roots`` (all of them allowed when none are set)."""
+    """The resolved path if it lies inside one of ``roots``; with no roots, nothing is inside."""
     resolved = path.resolve()
-    if roots and not any(resolved.is_relative_to(root.resolve()) for root in roots):
+    refuse_system_folder(resolved)
+    if not roots:
+        raise PathOutsideRootsError(
+            f"{resolved} is outside the configured roots: none are set. `hindsight index <folder>` adds "
+            "its folder, or set HINDSIGHT_ROOTS"
+        )
+    if not any(resolved.is_relative_to(root.resolve()) for root in roots):
         raise PathOutsideRootsError(f"{resolved} is outside the configured roots (HINDSIGHT_ROOTS)")
     return resolved
 

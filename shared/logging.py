@@ -47,6 +47,16 @@ class QuestionIdFilter(logging.Filter):
         return True
 
 
+class ResultRedactionFilter(logging.Filter):
+    """Task results carry document text, quotes and answers: Celery's "succeeded" line keeps the
+    task, its id and its run time, never the value it returned."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, dict) and "return_value" in record.args:
+            record.args = {**record.args, "return_value": "(result not logged)"}
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     """``{"ts", "level", "service", "logger", "question_id", "message", ...extra}`` on one line."""
 
@@ -82,6 +92,7 @@ def configure_logging(service: str, level: int | str = logging.INFO) -> None:
     handler.hindsight_json = True  # type: ignore[attr-defined]
     handler.setFormatter(JsonFormatter(service))
     handler.addFilter(QuestionIdFilter())
+    handler.addFilter(ResultRedactionFilter())
     root.addHandler(handler)
 
 

@@ -8,6 +8,7 @@ validators, so a process refuses to start with settings that contradict each oth
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -52,6 +53,12 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(default=40, ge=0)
     embed_batch_size: int = Field(default=32, ge=1)
     max_file_bytes: int = 20 * 1024 * 1024
+    # Per document: the text a file may extract to (a small PDF can expand to tens of millions of
+    # characters) and the chunks it may make; a file over either is skipped with the reason.
+    max_document_chars: int = Field(default=5_000_000, ge=1)
+    max_document_chunks: int = Field(default=10_000, ge=1)
+    # Folders more than this many levels below a root are not walked (and their documents kept).
+    max_folder_depth: int = Field(default=64, ge=1)
     # One index task loads this many files (at most ``index_batch_bytes`` of them on disk, but always
     # at least one file), embeds their chunks in one call and writes them to the store in one write.
     index_batch_files: int = Field(default=32, ge=1)
@@ -150,10 +157,20 @@ class Settings(BaseSettings):
     api_keys_file: Path | None = None
     api_key: str | None = None
     max_request_bytes: int = 65_536
+    # Host names the gateway answers to (comma-separated); empty: loopback names, the bind address
+    # and the host of GATEWAY_URL. Any other Host header (DNS rebinding) gets 400.
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Event streams one key may hold open on one gateway at once.
+    max_streams_per_key: int = Field(default=8, ge=1)
+    # Seconds GET /v1/health reuses its last reading (a broadcast to the workers) for every caller.
+    health_cache_s: float = 2.0
     max_question_chars: int = 2_000
     rate_limit_per_minute: int = 60
     backpressure_max_queued: int = 200
     backpressure_retry_after_s: int = 5
+    # A question is refused (503) while a stage's queue has no live worker; false where workers are
+    # started on demand by queue depth, so a queued question is what brings its worker up.
+    refuse_without_workers: bool = True
     metrics_poll_s: float = 1.0
 
     # Scraper (Perplexity export). Delays are seconds; tests set them to ~0.
@@ -161,7 +178,13 @@ class Settings(BaseSettings):
     perplexity_state: Path | None = None
     export_dir: Path | None = None
     chromium_path: Path | None = None
-    scrape_headless: bool = True
+    # Headful by default: Cloudflare challenges headless Chromium. Without a DISPLAY the scraper starts
+    # a virtual one (Xvfb); ``hindsight scrape --headless`` or this setting skips the window.
+    scrape_headless: bool = False
+    # How long a Cloudflare challenge page is given to clear by itself before the run stops.
+    scrape_challenge_wait_s: float = 20.0
+    # The scheduled sync's period (seconds or ISO 8601 such as PT6H); 0 turns it off.
+    scrape_every: timedelta = timedelta(0)
     scrape_list_page_size: int = 50
     scrape_page_delay_s: float = 0.8
     scrape_page_jitter_s: float = 0.7
@@ -179,6 +202,14 @@ class Settings(BaseSettings):
         """``HINDSIGHT_ROOTS`` is a ``:``-separated list of folders, like ``PATH``."""
         if isinstance(value, str):
             return [part for part in value.split(os.pathsep) if part]
+        return value
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: object) -> object:
+        """``HINDSIGHT_ALLOWED_HOSTS`` is a comma-separated list of host names."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
     @model_validator(mode="after")
@@ -250,6 +281,16 @@ class Settings(BaseSettings):
     def keys_file(self) -> Path:
         """The hashed API keys the gateway accepts."""
         return (self.api_keys_file or self.data_dir / "api_keys.json").resolve()
+
+    @property
+    def roots_file(self) -> Path:
+        """The folders ``hindsight index`` made roots, one a line (mode 0600)."""
+        return (self.data_dir / "roots.txt").resolve()
+
+    @property
+    def redis_password_file(self) -> Path:
+        """The password of the local stack's Redis user, created by ``hindsight up`` (mode 0600)."""
+        return (self.data_dir / "redis.password").resolve()
 
     @property
     def cli_key_file(self) -> Path:

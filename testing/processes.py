@@ -1,11 +1,14 @@
 """Real local processes for tests and benchmarks: a free loopback port, a private ``redis-server``,
 and polling until something is up.
 
-Nothing here uses the Redis on 6379: each caller starts its own ``redis-server`` on a free port.
+Nothing here uses the Redis on 6379: each caller starts its own ``redis-server`` on a free port,
+which demands a password (this process's ``REDIS_PASSWORD``, in every URL ``redis_url_for`` gives), as
+the local stack's does. The test user may run every command: tests flush their databases.
 """
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import socket
 import subprocess
@@ -18,7 +21,12 @@ from typing import TypeVar
 import httpx
 import redis
 
+from shared.redis_auth import acl_rules, with_credentials
+from shared.safe_files import write_private
+
 REDIS_DATABASES = 256
+REDIS_USER = "tests"
+REDIS_PASSWORD = secrets.token_hex(16)
 T = TypeVar("T")
 
 
@@ -31,20 +39,29 @@ def free_port() -> int:
 NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
 
 
+def redis_url_for(port: int) -> str:
+    """The base URL (no database) of a Redis ``start_redis_server`` started, with the test user's password."""
+    return with_credentials(f"redis://127.0.0.1:{port}", REDIS_USER, REDIS_PASSWORD)
+
+
 def start_redis_server(
     workdir: Path, port: int, persistence: tuple[str, ...] = NO_PERSISTENCE
 ) -> subprocess.Popen[bytes]:
-    """``redis-server`` on ``port`` with its files in ``workdir``; returns once it answers PING."""
+    """``redis-server`` on ``port`` with its files in ``workdir``; returns once it answers PING.
+
+    Only ``REDIS_USER`` with ``REDIS_PASSWORD`` gets in (``redis_url_for(port)``)."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise RuntimeError("redis-server not found: apt-get install redis-server")
+    acl_file = workdir / "users.acl"
+    write_private(acl_file, acl_rules(REDIS_USER, REDIS_PASSWORD, "~* &* +@all"))
     process = subprocess.Popen(
         [binary, "--bind", "127.0.0.1", "--port", str(port), *persistence,
-         "--databases", str(REDIS_DATABASES), "--dir", str(workdir)],
+         "--databases", str(REDIS_DATABASES), "--dir", str(workdir), "--aclfile", str(acl_file)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    wait_for(lambda: redis.Redis(port=port).ping(), 10, "redis-server")
+    wait_for(lambda: redis.Redis.from_url(redis_url_for(port)).ping(), 10, "redis-server")
     return process
 
 
@@ -60,7 +77,7 @@ def running_redis(workdir: Path) -> Iterator[str]:
     port = free_port()
     process = start_redis_server(workdir, port)
     try:
-        yield f"redis://127.0.0.1:{port}"
+        yield redis_url_for(port)
     finally:
         stop_redis_server(process)
 

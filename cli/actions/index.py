@@ -16,6 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from cli.client import GatewayClient
 from cli.console import console
 from shared.contracts import Event, IndexFileResult, IndexProgress, ScanReport
+from shared.index_jobs import PathOutsideRootsError, register_root
+from shared.settings import get_settings
 
 SKIPPED_SHOWN = 20
 
@@ -95,15 +97,23 @@ def render_report(report: ScanReport) -> None:
     )
     for failure in report.failures:
         console.print(f"[red]failed[/red] {failure.path}: {failure.reason}")
+    for deleted in report.deleted_files:
+        console.print(f"[magenta]deleted[/magenta] {deleted}")
     for skipped in report.skipped_files[:SKIPPED_SHOWN]:
         console.print(f"[yellow]skipped[/yellow] {skipped.path}: {skipped.reason}")
     if report.skipped > SKIPPED_SHOWN:
         console.print(f"[yellow]… and {report.skipped - SKIPPED_SHOWN} more skipped[/yellow]")
 
 
-def run_index(client: GatewayClient, root: Path) -> ScanReport | None:
-    """Start a scan of ``root``, show its progress, print and return its report."""
-    job_id = client.index(str(root))
+def run_index(client: GatewayClient, root: Path, force: bool = False) -> ScanReport | None:
+    """Make ``root`` a root Hindsight may read, start a scan of it, show its progress, print and
+    return its report; ``force`` lets the scan delete more than half of the folder's documents."""
+    try:
+        register_root(get_settings(), root)
+    except PathOutsideRootsError as exc:
+        console.print(f"[red]not indexed[/red]: {exc}")
+        return None
+    job_id = client.index(str(root), force)
     follow_job(client, job_id)
     report = client.index_report(job_id)
     if report is not None:

@@ -7,8 +7,10 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Request, Security, status
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from services.gateway.deps import KeyFileDep, RedisDep, SettingsDep
 from services.gateway.limits import enforce_rate_limit
@@ -49,12 +51,18 @@ def refuse_unconfined_on_network(settings: Settings, bind_host: str) -> None:
         )
 
 
-def presented_key(request: Request) -> str | None:
-    key = request.headers.get("x-api-key")
-    if key:
-        return key.strip()
-    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-    return credentials.strip() if scheme.lower() == "bearer" and credentials.strip() else None
+# Declared as security schemes, so the OpenAPI schema says how to authenticate; either one will do.
+API_KEY_HEADER = APIKeyHeader(name="X-API-Key", auto_error=False, description="An API key")
+BEARER = HTTPBearer(auto_error=False, description="The same API key as a bearer token")
+HeaderKey = Annotated[str | None, Security(API_KEY_HEADER)]
+BearerKey = Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
+
+
+def presented_key(header_key: str | None, bearer: HTTPAuthorizationCredentials | None) -> str | None:
+    """The key from ``X-API-Key``, else from ``Authorization: Bearer`` (never from the query string)."""
+    if header_key and header_key.strip():
+        return header_key.strip()
+    return bearer.credentials.strip() if bearer and bearer.credentials.strip() else None
 
 
 def unauthorized(request: Request, reason: str) -> HTTPException:
@@ -62,12 +70,19 @@ def unauthorized(request: Request, reason: str) -> HTTPException:
     return HTTPException(status.HTTP_401_UNAUTHORIZED, reason, headers={"WWW-Authenticate": "Bearer"})
 
 
-async def authenticate(request: Request, settings: SettingsDep, keys: KeyFileDep, client: RedisDep) -> str:
+async def authenticate(
+    request: Request,
+    settings: SettingsDep,
+    keys: KeyFileDep,
+    client: RedisDep,
+    header_key: HeaderKey,
+    bearer: BearerKey,
+) -> str:
     """The caller's identity (a key id, or ``open:<address>``), after the per-caller rate limit."""
     if settings.gateway_auth == "open":
         caller = f"open:{request.client.host if request.client else 'unknown'}"
     else:
-        key = presented_key(request)
+        key = presented_key(header_key, bearer)
         if key is None:
             raise unauthorized(request, "missing API key: send it as X-API-Key or Authorization: Bearer")
         check = keys.check(key)

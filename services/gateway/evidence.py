@@ -1,10 +1,12 @@
 """The passage around a citation, read from its source file, for the web page's evidence view.
 
 The path is never taken from the request: it is the ``source_uri`` of a citation in an answer the
-pipeline stored, and it must still lie inside the configured roots (when roots are set) and be a
-text format. The quote is located in the current file text at the occurrence nearest the cited
-offset, so front matter stripped by the loader or small edits since indexing do not misplace it;
-when it cannot be found (PDF, file gone or changed) the quote alone is returned, marked as such.
+pipeline stored, and it must be a text format, read through the safe open (``shared.safe_files``:
+no symlink, a regular file under the roots, size-capped). A citation's span counts in the file's own
+text (front matter included), so the span highlighted is ``text[char_start:char_end]`` when the file
+still holds the quote there; after an edit that moved it, the occurrence nearest the cited offset.
+When the quote cannot be found (PDF, file gone or changed, or refused by the safe open) the quote
+alone is returned, marked as such.
 """
 
 from __future__ import annotations
@@ -13,22 +15,24 @@ from pathlib import Path
 
 from services.gateway.schemas import Evidence
 from shared.contracts import Citation
+from shared.safe_files import RefusedFileError, read_regular_file
 
 CONTEXT_CHARS = 400
+# Larger files are not read for evidence (the quote alone is returned).
+EVIDENCE_MAX_BYTES = 20 * 1024 * 1024
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
 
 
 def readable_source(uri: str, roots: list[Path]) -> Path | None:
     path = Path(uri)
-    if not path.is_absolute() or path.suffix.lower() not in TEXT_SUFFIXES:
+    if not roots or not path.is_absolute() or path.suffix.lower() not in TEXT_SUFFIXES:
         return None
-    resolved = path.resolve()
-    if roots and not any(resolved.is_relative_to(root.resolve()) for root in roots):
-        return None
-    return resolved if resolved.is_file() else None
+    return path
 
 
 def nearest_occurrence(text: str, quote: str, near: int) -> int | None:
+    if text[near : near + len(quote)] == quote:
+        return near
     best: int | None = None
     start = text.find(quote)
     while start != -1:
@@ -46,18 +50,20 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
         page=citation.page,
         quote=citation.quote,
         verified=citation.verified,
+        line=citation.line,
     )
     path = readable_source(citation.source_uri, roots)
     if path is None or not citation.quote:
         return found
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_regular_file(path, EVIDENCE_MAX_BYTES, roots).decode("utf-8")
+    except (OSError, UnicodeDecodeError, RefusedFileError):
         return found
     start = nearest_occurrence(text, citation.quote, citation.char_start)
     if start is None:
         return found
     end = start + len(citation.quote)
+    found.line = text.count("\n", 0, start) + 1
     found.before = text[max(0, start - CONTEXT_CHARS) : start]
     found.after = text[end : end + CONTEXT_CHARS]
     found.located = True

@@ -1,6 +1,8 @@
 """Limits that keep one caller or one burst from degrading the service for everyone.
 
-- request bodies larger than ``max_request_bytes`` get 413 before they are parsed;
+- request bodies larger than ``max_request_bytes`` get 413 before they are parsed, and JSON bodies
+  whose strings are not Unicode text (a lone surrogate such as ``"\\ud800"``, which Python's JSON
+  parser lets through and nothing after it can encode) get 422;
 - each caller gets ``rate_limit_per_minute`` requests per clock minute (429 + Retry-After);
 - backpressure: when the Celery queues behind an endpoint already hold more than
   ``backpressure_max_queued`` messages, new work gets 429 + Retry-After at once instead of
@@ -67,8 +69,23 @@ async def enforce_backpressure(
         )
 
 
-class BodySizeLimit:
-    """ASGI middleware: refuse bodies over ``max_bytes`` with 413, by header or by counting the stream."""
+def json_body_problem(body: bytes) -> str | None:
+    """Why a JSON body is refused before any route parses it: strings that are not Unicode, or
+    nesting deeper than the parser recurses. Otherwise ``None`` (unparsable JSON is the route's 422)."""
+    try:
+        json.dumps(json.loads(body), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return LONE_SURROGATE
+    except RecursionError:
+        return "the body nests arrays or objects too deeply"
+    except ValueError:
+        return None
+    return None
+
+
+class RequestBodyGuard:
+    """ASGI middleware: refuse bodies over ``max_bytes`` with 413, by header or by counting the stream,
+    and JSON bodies :func:`json_body_problem` finds wrong with 422."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -93,23 +110,32 @@ class BodySizeLimit:
                 await self.refuse(scope, send, len(body))
                 return
 
+        problem = json_body_problem(body) if body else None
+        if problem:
+            detail = [{"type": "value_error", "loc": ["body"], "msg": problem}]
+            await refuse(send, status.HTTP_422_UNPROCESSABLE_CONTENT, detail)
+            return
+
         async def replay() -> Message:
             return messages.pop(0) if messages else await receive()
 
         await self.app(scope, replay, send)
 
     async def refuse(self, scope: Scope, send: Send, size: int) -> None:
-        body = json.dumps(
-            {"detail": f"request body of {size} bytes is over the limit of {self.max_bytes} bytes"}
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        detail = f"request body of {size} bytes is over the limit of {self.max_bytes} bytes"
+        await refuse(send, status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, detail)
+
+
+LONE_SURROGATE = "the body holds a string with a lone surrogate (such as \\ud800): not Unicode text"
+
+
+async def refuse(send: Send, status_code: int, detail: object) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status_code,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -112,18 +112,27 @@ def pending_member(kind: str, stream_id: str) -> str:
     return f"{kind}:{stream_id}"
 
 
-async def track(client: aioredis.Redis, kind: str, stream_id: str) -> None:
-    """Remember an accepted question (``q``) or index job (``i``), with when, until its stream ends."""
-    await client.zadd(PENDING_KEY, {pending_member(kind, stream_id): time.time()})
+def kind_key(stream_id: str) -> str:
+    return f"hindsight:stream-kind:{stream_id}"
 
 
-async def require_known_stream(client: aioredis.Redis, kind: str, stream_id: str) -> None:
-    """404 unless this id was accepted: its stream has events, or it is pending before its first."""
-    if await client.exists(events_key(stream_id)):
-        return
-    if await client.zscore(PENDING_KEY, pending_member(kind, stream_id)) is None:
+async def track(client: aioredis.Redis, kind: str, stream_id: str, ttl_s: int) -> None:
+    """Remember an accepted question (``q``) or index job (``i``), with when, until its stream ends,
+    and which of the two it is for as long as its events are kept."""
+    pipe = client.pipeline()
+    pipe.zadd(PENDING_KEY, {pending_member(kind, stream_id): time.time()})
+    pipe.set(kind_key(stream_id), kind, ex=ttl_s)
+    await pipe.execute()
+
+
+async def require_known_stream(client: aioredis.Redis, kind: str, stream_id: str) -> float | None:
+    """404 unless this gateway accepted a ``kind`` job (question or index job) with this id; when it
+    is still pending, the time it was accepted."""
+    if await client.get(kind_key(stream_id)) != kind:
         what = "question" if kind == "q" else "index job"
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no {what} with id {stream_id}")
+    score = await client.zscore(PENDING_KEY, pending_member(kind, stream_id))
+    return float(score) if score is not None else None
 
 
 def finished(kind: str, events: list[Event]) -> bool:

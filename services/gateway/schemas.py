@@ -2,11 +2,51 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from fastapi import Path as PathParam
+from pydantic import AfterValidator, BaseModel, Field, computed_field
 
 from shared.contracts import Answer, IndexProgress, QuestionOptions, RerankerStatus, ScanReport
+
+# Ids the gateway hands out (hex uuids); anything else of this shape is simply unknown (404).
+ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+JobId = Annotated[str, PathParam(pattern=ID_PATTERN)]
+QuestionId = Annotated[str, PathParam(pattern=ID_PATTERN)]
+# Linux's PATH_MAX: no folder path is longer.
+MAX_PATH_CHARS = 4096
+
+
+def absolute_folder_path(value: str) -> str:
+    """A folder path as a request may name it: absolute (``~`` allowed), without NUL bytes."""
+    if "\x00" in value:
+        raise ValueError("the path contains a NUL byte")
+    if not (value.startswith("/") or value.startswith("~")):
+        raise ValueError("the path must be absolute")
+    return value
+
+
+FolderPath = Annotated[
+    str, Field(min_length=1, max_length=MAX_PATH_CHARS), AfterValidator(absolute_folder_path)
+]
+
+
+class ErrorBody(BaseModel):
+    """Every error's body: ``detail`` says why, as a sentence or as FastAPI's list of field errors."""
+
+    detail: str | list[dict[str, Any]]
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorBody} for code in codes}
+
+
+EVENT_STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "description": "Server-sent events",
+    }
+}
 
 
 class QuestionRequest(BaseModel):
@@ -29,12 +69,23 @@ class QuestionStatus(BaseModel):
     error: str | None = None
 
 
+class QuestionSummary(BaseModel):
+    """One entry of the question history: ``GET /v1/questions/{id}`` has its answer."""
+
+    id: str
+    question: str
+    asked_at: float
+    status: Literal["pending", "done", "failed"]
+
+
 class IndexStart(BaseModel):
-    root: str = Field(min_length=1)
+    root: FolderPath
+    # Let the scan delete more than half of the folder's documents (they really are gone).
+    force: bool = False
 
 
 class WatchStart(BaseModel):
-    root: str = Field(min_length=1)
+    root: FolderPath
 
 
 class IndexAccepted(BaseModel):
@@ -45,9 +96,39 @@ class IndexAccepted(BaseModel):
 
 class IndexStatus(BaseModel):
     job_id: str
-    status: Literal["running", "done"]
+    status: Literal["running", "done", "failed"]
     report: ScanReport | None = None
     progress: IndexProgress | None = None
+    error: str | None = None
+
+
+class Liveness(BaseModel):
+    """The gateway answers: all ``/healthz`` tells anyone without a key."""
+
+    status: Literal["ok"] = "ok"
+
+
+class IndexJobStarted(BaseModel):
+    job_id: str
+    started_at: float
+
+
+class LibraryFolder(BaseModel):
+    """A folder Hindsight indexed or watches, with its last sync's report (``None`` before one ended)
+    and when that sync started."""
+
+    root: str
+    watched: bool
+    last_report: ScanReport | None = None
+    running: bool = False
+    synced_at: float | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def documents(self) -> int:
+        """Files indexed as of the last sync: new, changed and unchanged ones, less those that failed."""
+        report = self.last_report
+        return max(0, report.new + report.changed + report.unchanged - report.failed) if report else 0
 
 
 class Health(BaseModel):
@@ -58,14 +139,18 @@ class Health(BaseModel):
 
 
 class Evidence(BaseModel):
-    """A cited quote with the source text around it (``before`` + ``quote`` + ``after``)."""
+    """A cited quote with the source text around it (``before`` + ``quote`` + ``after``); for a thread
+    exported from Perplexity, its perplexity.ai address and the question of the turn quoted."""
 
     number: int
     title: str
     source_uri: str
     page: int | None = None
+    line: int | None = None
     quote: str
     before: str = ""
     after: str = ""
     located: bool = False
     verified: bool = False
+    thread_url: str | None = None
+    turn_question: str | None = None

@@ -1,28 +1,118 @@
-"""Server-sent events read from a Redis stream, resumable with ``Last-Event-ID``."""
+"""Server-sent events read from a Redis stream, resumable with ``Last-Event-ID``.
+
+A stream ends after its terminal event (the answer, or the index job's report), and also when
+nothing was written to it for ``idle_limit_s`` (the longest its next stage may run): then a last
+``failed`` event says the work stopped, so no reader waits for ever. Each caller may hold at most
+``max_streams_per_key`` streams open on this gateway at once (429 beyond).
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import cast
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, cast
 
 import redis.asyncio as aioredis
-from fastapi import Request
+from fastapi import Header, HTTPException, Request, status
+from sse_starlette.sse import EventSourceResponse
 
-from shared.events import EVENT_FIELD, StreamReply, decode_entry, events_key
+from services.gateway.metrics import record_rejection
+from shared.contracts import Event
+from shared.events import EVENT_FIELD, StreamEntries, StreamReply, decode_entry, events_key
 
 SSE_BLOCK_MS = 15_000
+SentEvents = AsyncIterator[dict[str, str]]
+# A Redis stream entry id: milliseconds, a dash, a sequence number.
+STREAM_ID_PATTERN = r"^[0-9]{1,20}-[0-9]{1,20}$"
+
+LastEventId = Annotated[
+    str | None,
+    Header(
+        alias="Last-Event-ID",
+        pattern=STREAM_ID_PATTERN,
+        description="Resume after this event id (the `id` of the last event received).",
+    ),
+]
+
+
+def open_streams(request: Request) -> Counter[str]:
+    counts: Counter[str] = request.app.state.open_streams
+    return counts
+
+
+def event_stream(
+    request: Request,
+    client: aioredis.Redis,
+    stream_id: str,
+    terminal_stage: str,
+    after: str | None,
+    idle_limit_s: float,
+    annotate: Callable[[SentEvents], SentEvents] | None = None,
+) -> EventSourceResponse:
+    """The SSE response for one stream, or 429 when the caller already holds too many open.
+    ``annotate`` may rewrite the events on their way out (the questions route turns a quiet spell
+    with a stage's worker gone into a ``waiting`` event)."""
+    caller = getattr(request.state, "caller", "anonymous")
+    limit = request.app.state.settings.max_streams_per_key
+    if open_streams(request)[caller] >= limit:
+        record_rejection(request, "streams")
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"{limit} event streams are already open for this key; close one first",
+            headers={"Retry-After": "5"},
+        )
+    events = stream_events(request, client, stream_id, terminal_stage, after or "0-0", idle_limit_s)
+    return EventSourceResponse(counted(request, caller, annotate(events) if annotate else events))
+
+
+async def counted(
+    request: Request, caller: str, events: AsyncIterator[dict[str, str]]
+) -> AsyncIterator[dict[str, str]]:
+    """``events``, counted among the caller's open streams while they flow."""
+    counts = open_streams(request)
+    counts[caller] += 1
+    try:
+        async for event in events:
+            yield event
+    finally:
+        counts[caller] -= 1
+
+
+async def last_written(client: aioredis.Redis, stream_id: str, default: float | None = None) -> float:
+    """When the stream's last event was written (``default``, or now, for a stream with none yet)."""
+    last = cast(StreamEntries, await client.xrevrange(events_key(stream_id), count=1))
+    if last:
+        return decode_entry(last[0][1]).ts
+    return time.time() if default is None else default
 
 
 async def stream_events(
-    request: Request, client: aioredis.Redis, stream_id: str, terminal_stage: str
+    request: Request,
+    client: aioredis.Redis,
+    stream_id: str,
+    terminal_stage: str,
+    after: str = "0-0",
+    idle_limit_s: float = float("inf"),
 ) -> AsyncIterator[dict[str, str]]:
-    """Every event of the stream in order, ending after the terminal stage's done or failed event."""
-    after = request.headers.get("last-event-id", "0-0")
+    """Every event of the stream in order, ending after the terminal stage's done or failed event,
+    or with a ``failed`` event of the terminal stage once nothing was written for ``idle_limit_s``."""
+    last_write = await last_written(client, stream_id)
     while not await request.is_disconnected():
         reply = cast(StreamReply, await client.xread({events_key(stream_id): after}, block=SSE_BLOCK_MS))
         if not reply:
+            if time.time() - last_write > idle_limit_s:
+                stopped = Event(
+                    stream_id=stream_id,
+                    stage=terminal_stage,
+                    status="failed",
+                    detail=f"no progress for {idle_limit_s:.0f}s: the work stopped; start it again",
+                )
+                yield {"event": terminal_stage, "data": stopped.model_dump_json()}
+                return
             yield {"comment": "keep-alive"}
             continue
+        last_write = time.time()
         for _, entries in reply:
             for entry_id, fields in entries:
                 after = entry_id

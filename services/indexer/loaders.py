@@ -9,7 +9,9 @@ cannot read is never guessed at: :class:`SkippedFileError` (not a format we read
 from __future__ import annotations
 
 import bisect
+import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -18,6 +20,7 @@ import yaml
 
 from shared.contracts import SourceKind
 from shared.markdown_source import split_front_matter
+from shared.safe_files import FileTooLargeError, RefusedFileError, read_regular_file
 
 SUFFIX_KINDS = {
     ".md": SourceKind.MARKDOWN,
@@ -70,21 +73,33 @@ def kind_for(path: Path) -> SourceKind:
     return kind
 
 
-def check_size(path: Path, size: int, max_bytes: int) -> None:
-    """Refuse empty and oversized files before reading a byte of them."""
-    if size == 0:
+def refused(exc: RefusedFileError) -> SkippedFileError:
+    """A file the safe open refused, as the reason the report shows."""
+    if isinstance(exc, FileTooLargeError):
+        return SkippedFileError(f"{exc} (HINDSIGHT_MAX_FILE_BYTES)")
+    return SkippedFileError(str(exc))
+
+
+def read_source(path: Path, max_bytes: int, roots: Sequence[Path]) -> bytes:
+    """The file's bytes through the safe open (a regular file under ``roots``, at most ``max_bytes``)."""
+    try:
+        raw = read_regular_file(path, max_bytes, roots)
+    except RefusedFileError as exc:
+        raise refused(exc) from exc
+    if not raw:
         raise SkippedFileError("empty file (0 bytes)")
-    if size > max_bytes:
-        limit = f"{max_bytes / 1e6:.1f} MB limit (HINDSIGHT_MAX_FILE_BYTES)"
-        raise SkippedFileError(f"file is {size / 1e6:.1f} MB, above the {limit}")
+    return raw
 
 
-def load_document(path: Path, max_bytes: int) -> LoadedDocument:
+def load_document(
+    path: Path, max_bytes: int, roots: Sequence[Path] = (), max_chars: int = 5_000_000
+) -> LoadedDocument:
+    """The document's extracted text; refused when it is over ``max_chars`` characters."""
     kind = kind_for(path)
-    check_size(path, path.stat().st_size, max_bytes)
+    raw = read_source(path, max_bytes, roots)
     if kind is SourceKind.PDF:
-        return load_pdf(path)
-    text = decode_text(path.read_bytes(), path)
+        return load_pdf(raw, path, max_chars)
+    text = decode_text(raw, path)
     if kind is SourceKind.MARKDOWN:
         loaded = load_markdown(text, path)
     elif kind is SourceKind.HTML:
@@ -93,7 +108,15 @@ def load_document(path: Path, max_bytes: int) -> LoadedDocument:
         loaded = LoadedDocument(text=text, title=path.stem, kind=kind)
     if not loaded.text.strip():
         raise SkippedFileError("no text to index (only whitespace or markup)")
+    check_text_length(len(loaded.text), max_chars)
     return loaded
+
+
+def check_text_length(chars: int, max_chars: int) -> None:
+    if chars > max_chars:
+        raise SkippedFileError(
+            f"extracts to over {max_chars:,} characters of text (HINDSIGHT_MAX_DOCUMENT_CHARS)"
+        )
 
 
 def refuse_binary(head: bytes, path: Path) -> None:
@@ -102,11 +125,10 @@ def refuse_binary(head: bytes, path: Path) -> None:
         raise SkippedFileError(f"binary content (NUL bytes) in a {path.suffix} file")
 
 
-def sniff_text_file(path: Path) -> None:
-    """Refuse a binary file behind a text extension before it is hashed or queued."""
+def sniff_text_file(path: Path, head: bytes) -> None:
+    """Refuse a binary file behind a text extension (from its first bytes) before it is queued."""
     if kind_for(path) is not SourceKind.PDF:
-        with path.open("rb") as handle:
-            refuse_binary(handle.read(SNIFF_BYTES), path)
+        refuse_binary(head, path)
 
 
 def decode_text(raw: bytes, path: Path) -> str:
@@ -164,19 +186,26 @@ def load_html(raw: str, path: Path) -> LoadedDocument:
     return LoadedDocument(text=text, title=title, kind=SourceKind.HTML, metadata=metadata)
 
 
-def load_pdf(path: Path) -> LoadedDocument:
-    """Pages' text joined by blank lines, with the offset where each page starts."""
+def load_pdf(raw: bytes, path: Path, max_chars: int) -> LoadedDocument:
+    """Pages' text joined by blank lines, with the offset where each page starts; extraction stops
+    (and the file is refused) as soon as the text passes ``max_chars``: a small PDF can expand to
+    tens of millions of characters."""
     from pypdf import PdfReader
     from pypdf.errors import FileNotDecryptedError
 
     try:
-        reader = PdfReader(path)
+        reader = PdfReader(io.BytesIO(raw))
         if reader.is_encrypted:
             reader.decrypt("")
-        pages = [page.extract_text() or "" for page in reader.pages]
+        pages: list[str] = []
+        for pdf_page in reader.pages:
+            pages.append(pdf_page.extract_text() or "")
+            check_text_length(sum(map(len, pages)), max_chars)
         info = reader.metadata
     except FileNotDecryptedError as exc:
         raise LoadError("encrypted PDF: it needs a password to open") from exc
+    except SkippedFileError:
+        raise
     except Exception as exc:  # a damaged file can break the parser anywhere; all of it means "corrupt"
         raise LoadError(f"corrupt PDF: {type(exc).__name__}: {exc}") from exc
     if not any(page.strip() for page in pages):

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared.interfaces import ManifestEntry
+from shared.safe_files import FileTooLargeError, open_regular_file
 
 HASH_BLOCK = 1 << 20
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
+def file_sha256(path: Path, max_bytes: int, roots: Sequence[Path] = ()) -> tuple[str, int]:
+    """The SHA-256 and size of the file's bytes, read through the safe open (``shared.safe_files``)."""
+    digest, size = hashlib.sha256(), 0
+    with open_regular_file(path, max_bytes, roots) as handle:
         while block := handle.read(HASH_BLOCK):
+            size += len(block)
+            if size > max_bytes:
+                raise FileTooLargeError(size, max_bytes)
             digest.update(block)
-    return digest.hexdigest()
+    return digest.hexdigest(), size
 
 
 def document_id_for(source_uri: str) -> str:

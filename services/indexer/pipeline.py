@@ -21,7 +21,7 @@ from pathlib import Path
 
 from services.indexer.chunking import chunk_text
 from services.indexer.discovery import discover
-from services.indexer.loaders import LoadedDocument, LoadError, SkippedFileError, load_document
+from services.indexer.loaders import LoadedDocument, LoadError, SkippedFileError, load_document, refused
 from services.indexer.manifest_diff import diff_against_manifest, document_id_for, file_sha256
 from shared.contracts import (
     Chunk,
@@ -33,8 +33,9 @@ from shared.contracts import (
     ScanReport,
     SourceKind,
 )
-from shared.index_jobs import PathOutsideRootsError, confine_to_roots
+from shared.index_jobs import PathOutsideRootsError, allowed_roots, confine_to_roots
 from shared.interfaces import Embedder, TokenSpans, VectorStore
+from shared.safe_files import RefusedFileError
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -42,30 +43,54 @@ log = logging.getLogger(__name__)
 MARKUP_KINDS = (SourceKind.MARKDOWN, SourceKind.HTML)
 
 
+# A scan may delete one vanished document unasked; from this many on, not more than half the root's.
+MIN_GUARDED_DELETIONS = 2
+
+
 def begin_scan(
     request: IndexRequest, store: VectorStore, settings: Settings
 ) -> tuple[ScanReport, list[IndexFileTask]]:
-    """Diff the root against the manifest, delete what is gone, and list the files to (re)index."""
+    """Diff the root against the manifest, delete what is gone, and list the files to (re)index.
+
+    Only documents the walk could have seen are deleted: not those under hidden or too-deep folders
+    or under another root inside this one. A folder that cannot be listed fails the scan, and so does
+    a scan that would delete more than half of the root's documents (two or more), unless
+    ``request.force``.
+    """
     started = time.perf_counter()
     report = ScanReport(job_id=request.job_id, root=request.root)
+    roots = allowed_roots(settings)
     try:
-        root = confine_to_roots(Path(request.root), settings.roots)
+        root = confine_to_roots(Path(request.root), roots)
         if not root.is_dir():
             raise NotADirectoryError(f"{root} is not a folder")
+        found = discover(root, roots, settings.max_file_bytes, settings.max_folder_depth)
     except (PathOutsideRootsError, OSError) as exc:
-        report.failed = 1
-        report.failures.append(IndexFileResult(path=request.root, status="failed", reason=str(exc)))
-        return report, []
-    found = discover(root, settings.roots, settings.max_file_bytes)
+        return failed_scan(report, str(exc)), []
     current: dict[str, str] = {}
     sizes: dict[str, int] = {}
     for path in found.files:
         try:
-            current[str(path)] = file_sha256(path)
-            sizes[str(path)] = path.stat().st_size
+            current[str(path)], sizes[str(path)] = file_sha256(path, settings.max_file_bytes, roots)
+        except RefusedFileError as exc:
+            found.skip(path, str(refused(exc)))
         except OSError as exc:
             found.skip(path, f"cannot read: {exc.strerror or exc}")
-    diff = diff_against_manifest(current, store.manifest(str(root)))
+    manifest = {
+        uri: entry
+        for uri, entry in store.manifest(str(root)).items()
+        if walk_could_see(Path(uri), root, found.unseen, roots)
+    }
+    diff = diff_against_manifest(current, manifest)
+    seen = {result.path for result in found.skipped}
+    vanished = [entry for entry in diff.deleted if entry.source_uri not in seen]
+    if len(vanished) >= MIN_GUARDED_DELETIONS and len(vanished) * 2 > len(manifest) and not request.force:
+        reason = (
+            f"{len(vanished)} of the {len(manifest)} documents indexed from {root} are gone from it: "
+            "nothing was deleted. If they really are gone (not on an unmounted disk), index again "
+            "with --force"
+        )
+        return failed_scan(report, reason), []
     for entry in diff.deleted:
         store.delete_document(entry.document_id)
     report.root = str(root)
@@ -73,6 +98,7 @@ def begin_scan(
     report.scanned = len(current) + len(found.skipped)
     report.new, report.changed = len(diff.new), len(diff.changed)
     report.unchanged, report.deleted = len(diff.unchanged), len(diff.deleted)
+    report.deleted_files = [entry.source_uri for entry in diff.deleted]
     report.elapsed_s = time.perf_counter() - started
     work = [
         IndexFileTask(
@@ -86,6 +112,26 @@ def begin_scan(
         for path, digest in {**diff.new, **diff.changed}.items()
     ]
     return report, work
+
+
+def failed_scan(report: ScanReport, reason: str) -> ScanReport:
+    report.failed = 1
+    report.failures.append(IndexFileResult(path=report.root, status="failed", reason=reason))
+    return report
+
+
+def walk_could_see(path: Path, root: Path, unseen: list[Path], roots: list[Path]) -> bool:
+    """Whether the walk of ``root`` looks at ``path``: not hidden, not in a folder it did not enter,
+    not under another root inside this one (that root's own scans keep its documents)."""
+    if not path.is_relative_to(root):
+        return False
+    if any(part.startswith(".") for part in path.relative_to(root).parts):
+        return False
+    if any(path.is_relative_to(folder) for folder in unseen):
+        return False
+    return not any(
+        other != root and other.is_relative_to(root) and path.is_relative_to(other) for other in roots
+    )
 
 
 def plan_batches(work: list[IndexFileTask], settings: Settings) -> list[IndexBatch]:
@@ -172,8 +218,10 @@ def build_chunks(
 def load_file(task: IndexFileTask, settings: Settings) -> LoadedDocument | IndexFileResult:
     """The file's text, or why it was skipped or failed (bad input, reported for this file alone)."""
     try:
-        path = confine_to_roots(Path(task.path), settings.roots)
-        return load_document(path, settings.max_file_bytes)
+        roots = allowed_roots(settings)
+        # The folder resolved, the name not: a file swapped for a symlink is refused by the safe open.
+        path = confine_to_roots(Path(task.path).parent, roots) / Path(task.path).name
+        return load_document(path, settings.max_file_bytes, roots, settings.max_document_chars)
     except SkippedFileError as exc:
         return IndexFileResult(path=task.path, status="skipped", reason=str(exc))
     except (LoadError, PathOutsideRootsError, OSError) as exc:
@@ -208,6 +256,15 @@ def index_batch(
             metadata=loaded.metadata,
         )
         document_chunks = build_chunks(document, loaded, embedder.token_spans, settings)
+        if len(document_chunks) > settings.max_document_chunks:
+            store.delete_document(task.document_id)
+            reason = f"{len(document_chunks):,} chunks, over the {settings.max_document_chunks:,} limit"
+            results.append(
+                IndexFileResult(
+                    path=task.path, status="skipped", reason=f"{reason} (HINDSIGHT_MAX_DOCUMENT_CHUNKS)"
+                )
+            )
+            continue
         documents.append(document)
         chunks += document_chunks
         results.append(IndexFileResult(path=task.path, status="indexed", chunks=len(document_chunks)))

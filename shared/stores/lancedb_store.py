@@ -96,10 +96,9 @@ def filter_clause(filters: SearchFilters | None) -> str | None:
 
 def _timestamp_literal(moment: datetime) -> str:
     aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return (
-        f"arrow_cast({sql_string(aware.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%f'))}, "
-        "'Timestamp(Microsecond, Some(\"UTC\"))')"
-    )
+    # isoformat, not strftime: strftime writes year 999 as "999", which the cast cannot parse.
+    utc = aware.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+    return f"arrow_cast({sql_string(utc)}, 'Timestamp(Microsecond, Some(\"UTC\"))')"
 
 
 def chunk_row(chunk: Chunk, vector: np.ndarray) -> dict[str, Any]:

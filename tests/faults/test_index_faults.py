@@ -20,7 +20,7 @@ from cli.local_stack import celery_worker
 from shared.contracts import IndexProgress
 from shared.index_jobs import read_progress
 from shared.topology import worker
-from testing.processes import free_port, start_redis_server, stop_redis_server, wait_for
+from testing.processes import free_port, redis_url_for, start_redis_server, stop_redis_server, wait_for
 from tests.conftest import REPO
 from tests.faults.files import bad_writers, write_bad_files, write_notes
 from tests.faults.stack import FaultStack, assert_store_holds_exactly, index_report
@@ -47,7 +47,7 @@ class RestartableRedis:
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"{redis_url_for(self.port)}/0"
 
     def restart(self) -> None:
         stop_redis_server(self.process)

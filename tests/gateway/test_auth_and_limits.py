@@ -10,6 +10,7 @@ import time
 import httpx
 import redis
 
+from services.gateway.metrics import kind_key
 from shared.api_keys import KeyFile
 from shared.events import EventStream
 from testing.processes import free_port, wait_for
@@ -200,7 +201,9 @@ def test_event_stream_survives_a_stage_quieter_than_the_redis_socket_timeout(
 ) -> None:
     """A search that takes 7 s emits nothing meanwhile; the stream must wait, not break at 5 s."""
     _, key = new_key(gateway)
-    stream = EventStream("quiet-question", redis.Redis.from_url(redis_url, decode_responses=True), 60)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    client.set(kind_key("quiet-question"), "q", ex=60)  # as the gateway marks a question it accepted
+    stream = EventStream("quiet-question", client, 60)
     stream.emit("search", "started", "dense, bm25, exact")
 
     def slow_stage() -> None:

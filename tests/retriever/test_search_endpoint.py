@@ -84,7 +84,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[dict[s
             )
         )
         url = env["HINDSIGHT_GATEWAY_URL"]
-        wait_for(lambda: httpx.get(f"{url}/docs", timeout=2).status_code == 200, 60, "the gateway")
+        wait_for(lambda: httpx.get(f"{url}/healthz", timeout=2).status_code == 200, 60, "the gateway")
         wait_for(lambda: "ready" in (logs / "worker.log").read_text(), 120, "the retriever worker")
         yield env
     finally:

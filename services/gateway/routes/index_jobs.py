@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 from fastapi import APIRouter, Request, status
@@ -12,11 +13,12 @@ from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.limits import enforce_backpressure
 from services.gateway.metrics import require_known_stream, track
 from services.gateway.paths import confined_path
-from services.gateway.schemas import IndexAccepted, IndexStart, IndexStatus
-from services.gateway.streaming import stream_events
+from services.gateway.routes.library import record_index_job
+from services.gateway.schemas import EVENT_STREAM_RESPONSES, IndexAccepted, IndexStart, IndexStatus, JobId
+from services.gateway.streaming import LastEventId, event_stream, last_written
 from shared.contracts import IndexRequest, ScanReport
 from shared.events import index_report_key
-from shared.index_jobs import read_progress
+from shared.index_jobs import allowed_roots, read_progress
 from shared.tasking import enqueue_index
 from shared.topology import INDEX_QUEUES
 
@@ -25,28 +27,38 @@ router = APIRouter(prefix="/v1/index", tags=["index"])
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=IndexAccepted)
 async def index(body: IndexStart, request: Request, client: RedisDep, settings: SettingsDep) -> IndexAccepted:
-    root = confined_path(body.root, settings.roots)
+    root = confined_path(body.root, allowed_roots(settings))
     await enforce_backpressure(request, client, INDEX_QUEUES, settings)
     job_id = uuid.uuid4().hex
-    await track(client, "i", job_id)
-    await asyncio.to_thread(enqueue_index, IndexRequest(job_id=job_id, root=str(root)))
+    await track(client, "i", job_id, settings.event_ttl_s)
+    await record_index_job(client, str(root), job_id)
+    await asyncio.to_thread(enqueue_index, IndexRequest(job_id=job_id, root=str(root), force=body.force))
     return IndexAccepted(
         job_id=job_id, status_url=f"/v1/index/{job_id}", events_url=f"/v1/index/{job_id}/events"
     )
 
 
 @router.get("/{job_id}", response_model=IndexStatus)
-async def index_status(job_id: str, client: RedisDep) -> IndexStatus:
+async def index_status(job_id: JobId, client: RedisDep, settings: SettingsDep) -> IndexStatus:
+    """``done`` with the report; ``failed`` once nothing happened for the job time limit (its worker
+    stopped, or none ever took it); else ``running`` with the progress."""
+    accepted_at = await require_known_stream(client, "i", job_id)
     raw = await client.get(index_report_key(job_id))
     if raw:
         return IndexStatus(job_id=job_id, status="done", report=ScanReport.model_validate_json(raw))
-    await require_known_stream(client, "i", job_id)
+    last_write = await last_written(client, job_id, default=accepted_at or time.time())
+    idle_s = time.time() - last_write
+    if idle_s > settings.job_time_limit_s:
+        error = f"no progress for {idle_s:.0f}s: the indexer stopped or never took the job; index again"
+        return IndexStatus(job_id=job_id, status="failed", error=error)
     return IndexStatus(
         job_id=job_id, status="running", progress=await asyncio.to_thread(read_progress, job_id)
     )
 
 
-@router.get("/{job_id}/events")
-async def index_events(job_id: str, request: Request, client: RedisDep) -> EventSourceResponse:
+@router.get("/{job_id}/events", response_class=EventSourceResponse, responses=EVENT_STREAM_RESPONSES)
+async def index_events(
+    job_id: JobId, request: Request, client: RedisDep, settings: SettingsDep, after: LastEventId = None
+) -> EventSourceResponse:
     await require_known_stream(client, "i", job_id)
-    return EventSourceResponse(stream_events(request, client, job_id, "index"))
+    return event_stream(request, client, job_id, "index", after, settings.job_time_limit_s)

@@ -7,18 +7,21 @@ A search is quick enough to answer in the request: the route waits for the task'
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from celery.exceptions import TimeoutError as CeleryTimeoutError
 from fastapi import APIRouter, HTTPException, status
 
 from services.gateway.deps import SettingsDep
+from services.gateway.schemas import error_responses
 from services.gateway.workflow import run_search
 from shared.contracts import SearchRequest, SearchResponse
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["search"])
 
 
-@router.post("/v1/search", response_model=SearchResponse)
+@router.post("/v1/search", response_model=SearchResponse, responses=error_responses(502, 504))
 async def search(body: SearchRequest, settings: SettingsDep) -> SearchResponse:
     """Search in ``semantic``, ``exact``, ``hybrid`` or ``auto`` mode and return the ranked passages."""
     timeout_s = settings.search_timeout_s
@@ -26,7 +29,8 @@ async def search(body: SearchRequest, settings: SettingsDep) -> SearchResponse:
         return await asyncio.to_thread(run_search, body, timeout_s)
     except CeleryTimeoutError as exc:
         raise HTTPException(status.HTTP_504_GATEWAY_TIMEOUT, f"search took over {timeout_s:g} s") from exc
-    except Exception as exc:  # the task's own error, re-raised by Celery: report it, keep serving
+    except Exception as exc:  # the task's own error, re-raised by Celery: log it, keep serving
+        log.exception("search failed")
         raise HTTPException(
-            status.HTTP_502_BAD_GATEWAY, f"search failed: {type(exc).__name__}: {exc}"
+            status.HTTP_502_BAD_GATEWAY, "search failed in the retriever; its log and the gateway's say why"
         ) from exc

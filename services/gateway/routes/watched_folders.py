@@ -15,10 +15,10 @@ from fastapi import APIRouter, Depends, HTTPException, Query, status
 
 from services.gateway.deps import SettingsDep
 from services.gateway.paths import confined_path
-from services.gateway.schemas import WatchStart
+from services.gateway.schemas import FolderPath, WatchStart
 from shared.contracts import WatchedRoot
 from shared.events import redis_client
-from shared.index_jobs import WatchRegistry
+from shared.index_jobs import WatchRegistry, allowed_roots
 from shared.settings import Settings
 
 router = APIRouter(prefix="/v1", tags=["indexing"])
@@ -33,7 +33,7 @@ RegistryDep = Annotated[WatchRegistry, Depends(watch_registry)]
 
 def confined_folder(raw: str, settings: Settings) -> Path:
     """The resolved folder, or a 422 that says why it is refused."""
-    folder = confined_path(raw, settings.roots)
+    folder = confined_path(raw, allowed_roots(settings))
     if not folder.is_dir():
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{folder} is not a folder")
     return folder
@@ -51,7 +51,7 @@ async def watched_roots(registry: RegistryDep) -> list[WatchedRoot]:
 
 
 @router.delete("/watch", status_code=status.HTTP_204_NO_CONTENT)
-async def unwatch_root(root: Annotated[str, Query(min_length=1)], registry: RegistryDep) -> None:
+async def unwatch_root(root: Annotated[FolderPath, Query()], registry: RegistryDep) -> None:
     removed = await asyncio.to_thread(registry.remove, Path(root).expanduser().resolve())
     if not removed:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"{root} is not watched")
