@@ -21,7 +21,7 @@ from services.gateway.schemas import (
     QuestionRequest,
     QuestionStatus,
 )
-from services.gateway.streaming import LastEventId, event_stream
+from services.gateway.streaming import STREAM_START, LastEventId, event_stream
 from services.gateway.workflow import start_question
 from shared.contracts import Answer, Question
 from shared.events import TERMINAL_STAGE, StreamEntries, answer_key, decode_entry, events_key
@@ -79,10 +79,14 @@ async def question_status(question_id: str, client: RedisDep) -> QuestionStatus:
 
 @router.get("/{question_id}/events", response_class=EventSourceResponse, responses=EVENT_STREAM_RESPONSES)
 async def question_events(
-    question_id: str, request: Request, client: RedisDep, settings: SettingsDep, after: LastEventId = None
+    question_id: str,
+    request: Request,
+    client: RedisDep,
+    settings: SettingsDep,
+    after: LastEventId = STREAM_START,
 ) -> EventSourceResponse:
     await require_known_stream(client, "q", question_id)
-    idle_limit_s = settings.question_stall_s + settings.question_time_limit_s
+    idle_limit_s = settings.stream_idle_s or settings.question_stall_s + settings.question_time_limit_s
     return event_stream(request, client, question_id, TERMINAL_STAGE, after, idle_limit_s)
 
 
