@@ -10,9 +10,19 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+
+def refuse_bool_and_text(value: object) -> object:
+    """A JSON integer (``48`` or ``48.0``), not ``true`` or ``"48"``, which Python would take as one."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be a JSON integer")
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(refuse_bool_and_text)]
 
 
 class Contract(BaseModel):
@@ -103,6 +113,14 @@ class SearchFilters(Contract):
     path_prefix: str | None = None
     date_from: datetime | None = None
     date_to: datetime | None = None
+
+    @field_validator("date_from", "date_to", mode="before")
+    @classmethod
+    def _text_or_datetime(cls, value: object) -> object:
+        """An ISO 8601 string (or a ``datetime``): a number is not taken as a Unix time."""
+        if value is not None and not isinstance(value, str | datetime):
+            raise ValueError("a date must be an ISO 8601 string")
+        return value
 
     @field_validator("date_from", "date_to")
     @classmethod
@@ -227,7 +245,7 @@ class QuestionOptions(Contract):
     strategy: Strategy | None = None
     hyde_mode: HydeMode | None = None
     filters: SearchFilters = Field(default_factory=SearchFilters)
-    k_adjacent: int = Field(default=0, ge=0, le=3)
+    k_adjacent: JsonInt = Field(default=0, ge=0, le=3)
 
 
 class SearchMode(StrEnum):
@@ -245,8 +263,8 @@ class SearchRequest(Contract):
     query: str = Field(min_length=1, max_length=2000)
     mode: SearchMode = SearchMode.AUTO
     filters: SearchFilters = Field(default_factory=SearchFilters)
-    limit: int = Field(default=20, ge=1, le=100)
-    k_adjacent: int = Field(default=0, ge=0, le=3)
+    limit: JsonInt = Field(default=20, ge=1, le=100)
+    k_adjacent: JsonInt = Field(default=0, ge=0, le=3)
 
 
 class SearchResponse(Contract):

@@ -81,7 +81,10 @@ def confine_to_roots(path: Path, roots: list[Path]) -> Path:
             "its folder, or set HINDSIGHT_ROOTS"
         )
     if not any(resolved.is_relative_to(root.resolve()) for root in roots):
-        raise PathOutsideRootsError(f"{resolved} is outside the configured roots (HINDSIGHT_ROOTS)")
+        raise PathOutsideRootsError(
+            f"{resolved} is outside the configured roots (HINDSIGHT_ROOTS and the folders "
+            "`hindsight index` registered)"
+        )
     return resolved
 
 

@@ -162,6 +162,10 @@ class Settings(BaseSettings):
     allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Event streams one key may hold open on one gateway at once.
     max_streams_per_key: int = Field(default=8, ge=1)
+    # Seconds without a new event after which an open stream ends with a failed event; unset: the
+    # longest the work's next step may take (QUESTION_STALL_S + QUESTION_TIME_LIMIT_S for questions,
+    # JOB_TIME_LIMIT_S for index jobs).
+    stream_idle_s: float | None = Field(default=None, gt=0)
     # Seconds GET /v1/health reuses its last reading (a broadcast to the workers) for every caller.
     health_cache_s: float = 2.0
     max_question_chars: int = 2_000

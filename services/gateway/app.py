@@ -104,7 +104,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in PROTECTED_ROUTERS:
         api.include_router(router, dependencies=PROTECTED, responses=PROTECTED_ERRORS)
     api.include_router(public.router)
+    document_settings(api, settings)
     return api
+
+
+def document_settings(api: FastAPI, settings: Settings) -> None:
+    """Write the limits that are settings into the schema the app serves (built once, then cached)."""
+    schema = api.openapi()
+    question = schema["components"]["schemas"]["QuestionRequest"]["properties"]["question"]
+    question["maxLength"] = settings.max_question_chars
 
 
 async def refused_fields(_: Request, exc: Exception) -> Response:

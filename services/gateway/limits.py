@@ -70,10 +70,13 @@ async def enforce_backpressure(
 
 
 def json_body_problem(body: bytes) -> str | None:
-    """Why a JSON body is refused before any route parses it: strings that are not Unicode, or
-    nesting deeper than the parser recurses. Otherwise ``None`` (unparsable JSON is the route's 422)."""
+    """Why a JSON body is refused before any route parses it: bytes that are not UTF-8, strings that
+    are not Unicode, or nesting deeper than the parser recurses. Otherwise ``None`` (unparsable JSON
+    is the route's 422)."""
     try:
         json.dumps(json.loads(body), ensure_ascii=False).encode("utf-8")
+    except UnicodeDecodeError:
+        return "the body is not UTF-8 text"
     except UnicodeEncodeError:
         return LONE_SURROGATE
     except RecursionError:

@@ -1,4 +1,5 @@
-"""Folders named in requests: absolute, resolved, and inside the configured roots, or a 422 saying why."""
+"""Folders named in requests: resolved, inside the configured roots (403 otherwise) and existing
+folders (404 otherwise). That a path is absolute and holds no NUL byte the request schema checks."""
 
 from __future__ import annotations
 
@@ -9,12 +10,24 @@ from fastapi import HTTPException, status
 from shared.index_jobs import PathOutsideRootsError, confine_to_roots
 
 
-def confined_path(raw: str, roots: list[Path]) -> Path:
-    """The resolved path, if absolute and inside ``roots`` (anywhere when none are configured)."""
-    path = Path(raw).expanduser()
-    if not path.is_absolute():
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "root must be an absolute path")
+def confined_folder(raw: str, roots: list[Path]) -> Path:
+    """The resolved folder, if inside ``roots`` and a folder that exists; else 403 or 404 saying why."""
     try:
-        return confine_to_roots(path, roots)
+        path = Path(raw).expanduser()
+    except RuntimeError as exc:  # "~user" of an unknown user
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no folder at {raw}: {exc}") from exc
+    try:
+        folder = confine_to_roots(path, roots)
     except PathOutsideRootsError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
+        raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from exc
+    if not is_folder(folder):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no folder at {folder}")
+    return folder
+
+
+def is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder; a path the system cannot even look up (too long) is not."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False

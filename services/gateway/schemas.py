@@ -26,8 +26,12 @@ def absolute_folder_path(value: str) -> str:
     return value
 
 
+# The pattern documents in the schema what ``absolute_folder_path`` checks (with a clearer message).
+ABSOLUTE_PATH_PATTERN = "^[/~][^\\x00]*$"
 FolderPath = Annotated[
-    str, Field(min_length=1, max_length=MAX_PATH_CHARS), AfterValidator(absolute_folder_path)
+    str,
+    Field(min_length=1, max_length=MAX_PATH_CHARS, json_schema_extra={"pattern": ABSOLUTE_PATH_PATTERN}),
+    AfterValidator(absolute_folder_path),
 ]
 
 
@@ -41,18 +45,28 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorBody} for code in codes}
 
 
+# Each server-sent event: its stage as ``event``, its stream id as ``id``, the Event as JSON ``data``.
+SERVER_SENT_EVENT = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string"},
+        "id": {"type": "string"},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+    },
+}
 EVENT_STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": {"text/event-stream": {"schema": SERVER_SENT_EVENT}},
         "description": "Server-sent events",
     }
 }
 
 
 class QuestionRequest(BaseModel):
-    """The length limit is a setting, checked by the route so its 422 can say what the limit is."""
+    """The length limit is a setting, checked by the route so its 422 can say what the limit is (the
+    app writes it into the schema as ``maxLength``)."""
 
-    question: str = Field(min_length=1)
+    question: str = Field(min_length=1, pattern=r"\S")
     options: QuestionOptions = Field(default_factory=QuestionOptions)
 
 
@@ -81,7 +95,7 @@ class QuestionSummary(BaseModel):
 class IndexStart(BaseModel):
     root: FolderPath
     # Let the scan delete more than half of the folder's documents (they really are gone).
-    force: bool = False
+    force: bool = Field(default=False, strict=True)
 
 
 class WatchStart(BaseModel):

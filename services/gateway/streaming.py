@@ -1,4 +1,5 @@
-"""Server-sent events read from a Redis stream, resumable with ``Last-Event-ID``.
+"""Server-sent events read from a Redis stream, resumable with ``Last-Event-ID`` (a value that is
+not an entry id of a stream replays it from the start, rather than breaking it).
 
 A stream ends after its terminal event (the answer, or the index job's report), and also when
 nothing was written to it for ``idle_limit_s`` (the longest its next stage may run): then a last
@@ -23,17 +24,28 @@ from shared.events import EVENT_FIELD, StreamEntries, StreamReply, decode_entry,
 
 SSE_BLOCK_MS = 15_000
 SentEvents = AsyncIterator[dict[str, str]]
-# A Redis stream entry id: milliseconds, a dash, a sequence number.
-STREAM_ID_PATTERN = r"^[0-9]{1,20}-[0-9]{1,20}$"
-
 LastEventId = Annotated[
-    str | None,
+    str,
     Header(
         alias="Last-Event-ID",
-        pattern=STREAM_ID_PATTERN,
-        description="Resume after this event id (the `id` of the last event received).",
+        max_length=64,
+        description="Resume after this event id (the `id` of the last event received); a value that "
+        "is not an event id replays the stream from its start.",
     ),
 ]
+STREAM_START = "0-0"
+# Each part of a Redis stream entry id (milliseconds, sequence number) is a 64-bit unsigned integer.
+STREAM_ID_PART_MAX = 2**64 - 1
+
+
+def resume_point(last_event_id: str) -> str:
+    """The stream entry id to read after: ``Last-Event-ID`` when it is one, else the stream's start
+    (Redis would refuse anything else, and cut the stream)."""
+    millis, dash, sequence = last_event_id.strip().partition("-")
+    parts = (millis, sequence)
+    if dash and all(p.isascii() and p.isdigit() and int(p) <= STREAM_ID_PART_MAX for p in parts):
+        return f"{int(millis)}-{int(sequence)}"
+    return STREAM_START
 
 
 def open_streams(request: Request) -> Counter[str]:
@@ -46,7 +58,7 @@ def event_stream(
     client: aioredis.Redis,
     stream_id: str,
     terminal_stage: str,
-    after: str | None,
+    after: str,
     idle_limit_s: float,
     annotate: Callable[[SentEvents], SentEvents] | None = None,
 ) -> EventSourceResponse:
@@ -62,7 +74,7 @@ def event_stream(
             f"{limit} event streams are already open for this key; close one first",
             headers={"Retry-After": "5"},
         )
-    events = stream_events(request, client, stream_id, terminal_stage, after or "0-0", idle_limit_s)
+    events = stream_events(request, client, stream_id, terminal_stage, resume_point(after), idle_limit_s)
     return EventSourceResponse(counted(request, caller, annotate(events) if annotate else events))
 
 
@@ -92,14 +104,15 @@ async def stream_events(
     client: aioredis.Redis,
     stream_id: str,
     terminal_stage: str,
-    after: str = "0-0",
+    after: str = STREAM_START,
     idle_limit_s: float = float("inf"),
 ) -> AsyncIterator[dict[str, str]]:
     """Every event of the stream in order, ending after the terminal stage's done or failed event,
     or with a ``failed`` event of the terminal stage once nothing was written for ``idle_limit_s``."""
     last_write = await last_written(client, stream_id)
+    block_ms = int(min(SSE_BLOCK_MS, max(idle_limit_s, 0.1) * 1000))
     while not await request.is_disconnected():
-        reply = cast(StreamReply, await client.xread({events_key(stream_id): after}, block=SSE_BLOCK_MS))
+        reply = cast(StreamReply, await client.xread({events_key(stream_id): after}, block=block_ms))
         if not reply:
             if time.time() - last_write > idle_limit_s:
                 stopped = Event(

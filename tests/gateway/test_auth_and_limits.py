@@ -137,7 +137,7 @@ def test_gateway_on_a_network_address_without_configured_roots_refuses_to_start(
     assert "refusing to serve on 0.0.0.0 without HINDSIGHT_ROOTS" in (tmp_path / "gateway.log").read_text()
 
 
-def test_index_requests_outside_the_configured_roots_get_422_with_the_reason(
+def test_index_requests_outside_the_configured_roots_get_403_with_the_reason(
     redis_url: str, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     allowed = tmp_path / "allowed"
@@ -152,7 +152,7 @@ def test_index_requests_outside_the_configured_roots_get_422_with_the_reason(
         wait_for(lambda: httpx.get(f"{url}/metrics").status_code == 200, 30, "the gateway")
         for escape in ("/etc", f"{allowed}/../../etc"):
             response = httpx.post(f"{url}/v1/index", json={"root": escape})
-            assert response.status_code == 422
+            assert response.status_code == 403
             assert "outside the configured roots" in response.json()["detail"]
         assert httpx.post(f"{url}/v1/index", json={"root": str(allowed)}).status_code == 202
     finally:

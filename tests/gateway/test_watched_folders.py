@@ -34,10 +34,12 @@ def test_register_list_and_remove_a_watched_root(api: TestClient, docs: Path, re
     assert api.delete("/v1/watch", params={"root": str(folder)}).status_code == 404
 
 
-def test_folders_outside_the_roots_relative_or_missing_are_refused(api: TestClient, tmp_path: Path) -> None:
+def test_folders_outside_the_roots_get_403_relative_ones_422_and_missing_ones_404(
+    api: TestClient, tmp_path: Path
+) -> None:
     outside = api.post("/v1/watch", json={"root": str(tmp_path)})
-    assert outside.status_code == 422 and "outside the configured roots" in outside.json()["detail"]
+    assert outside.status_code == 403 and "outside the configured roots" in outside.json()["detail"]
     assert api.post("/v1/watch", json={"root": "docs"}).status_code == 422
     missing = api.post("/v1/watch", json={"root": str(tmp_path / "docs" / "nope")})
-    assert missing.status_code == 422 and "not a folder" in missing.json()["detail"]
+    assert missing.status_code == 404 and "no folder at" in missing.json()["detail"]
     assert api.get("/v1/watch").json() == []

@@ -108,12 +108,20 @@ def test_validation_errors_do_not_echo_the_input(api: httpx.Client) -> None:
     assert response.status_code == 422 and "secret-token" not in response.text
 
 
-def test_a_garbage_last_event_id_gets_422_and_a_valid_one_resumes(api: httpx.Client, library: Path) -> None:
+def test_a_garbage_last_event_id_replays_the_stream_instead_of_cutting_it(
+    api: httpx.Client, library: Path
+) -> None:
     job = api.post("/v1/index", json={"root": str(library)}).json()
-    refused = api.get(job["events_url"], headers={"Last-Event-ID": "not-an-id; DROP"})
-    assert refused.status_code == 422
-    with api.stream("GET", job["events_url"], headers={"Last-Event-ID": "0-0"}, timeout=30) as stream:
+    for resume in ("not-an-id; DROP", "1-99999999999999999999", "0-0"):
+        with api.stream("GET", job["events_url"], headers={"Last-Event-ID": resume}, timeout=60) as stream:
+            lines = list(stream.iter_lines())
         assert stream.status_code == 200
+        assert "event: index" in lines, resume  # the stream ran to its (failed) end
+
+
+def test_a_body_that_is_not_utf8_gets_422(api: httpx.Client) -> None:
+    response = api.post("/v1/search", content=b"\xff\xfe{", headers={"content-type": "application/json"})
+    assert response.status_code == 422 and "UTF-8" in response.json()["detail"][0]["msg"]
 
 
 # F12 -----------------------------------------------------------------------------------------------

@@ -12,10 +12,17 @@ from sse_starlette.sse import EventSourceResponse
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.limits import enforce_backpressure
 from services.gateway.metrics import require_known_stream, track
-from services.gateway.paths import confined_path
+from services.gateway.paths import confined_folder
 from services.gateway.routes.library import record_index_job
-from services.gateway.schemas import EVENT_STREAM_RESPONSES, IndexAccepted, IndexStart, IndexStatus, JobId
-from services.gateway.streaming import LastEventId, event_stream, last_written
+from services.gateway.schemas import (
+    EVENT_STREAM_RESPONSES,
+    IndexAccepted,
+    IndexStart,
+    IndexStatus,
+    JobId,
+    error_responses,
+)
+from services.gateway.streaming import STREAM_START, LastEventId, event_stream, last_written
 from shared.contracts import IndexRequest, ScanReport
 from shared.events import index_report_key
 from shared.index_jobs import allowed_roots, read_progress
@@ -25,9 +32,11 @@ from shared.topology import INDEX_QUEUES
 router = APIRouter(prefix="/v1/index", tags=["index"])
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=IndexAccepted)
+@router.post(
+    "", status_code=status.HTTP_202_ACCEPTED, response_model=IndexAccepted, responses=error_responses(403)
+)
 async def index(body: IndexStart, request: Request, client: RedisDep, settings: SettingsDep) -> IndexAccepted:
-    root = confined_path(body.root, allowed_roots(settings))
+    root = confined_folder(body.root, allowed_roots(settings))
     await enforce_backpressure(request, client, INDEX_QUEUES, settings)
     job_id = uuid.uuid4().hex
     await track(client, "i", job_id, settings.event_ttl_s)
@@ -58,7 +67,12 @@ async def index_status(job_id: JobId, client: RedisDep, settings: SettingsDep) -
 
 @router.get("/{job_id}/events", response_class=EventSourceResponse, responses=EVENT_STREAM_RESPONSES)
 async def index_events(
-    job_id: JobId, request: Request, client: RedisDep, settings: SettingsDep, after: LastEventId = None
+    job_id: JobId,
+    request: Request,
+    client: RedisDep,
+    settings: SettingsDep,
+    after: LastEventId = STREAM_START,
 ) -> EventSourceResponse:
     await require_known_stream(client, "i", job_id)
-    return event_stream(request, client, job_id, "index", after, settings.job_time_limit_s)
+    idle_limit_s = settings.stream_idle_s or settings.job_time_limit_s
+    return event_stream(request, client, job_id, "index", after, idle_limit_s)

@@ -31,7 +31,7 @@ from services.gateway.schemas import (
     QuestionSummary,
     error_responses,
 )
-from services.gateway.streaming import LastEventId, event_stream
+from services.gateway.streaming import STREAM_START, LastEventId, event_stream
 from services.gateway.thread_source import with_source_context
 from services.gateway.worker_census import census, worker_for
 from services.gateway.workflow import start_question
@@ -201,10 +201,14 @@ async def cancel(question_id: str, client: RedisDep, settings: SettingsDep) -> Q
 
 @router.get("/{question_id}/events", response_class=EventSourceResponse, responses=EVENT_STREAM_RESPONSES)
 async def question_events(
-    question_id: str, request: Request, client: RedisDep, settings: SettingsDep, after: LastEventId = None
+    question_id: str,
+    request: Request,
+    client: RedisDep,
+    settings: SettingsDep,
+    after: LastEventId = STREAM_START,
 ) -> EventSourceResponse:
     await require_known_stream(client, "q", question_id)
-    idle_limit_s = settings.question_stall_s + settings.question_time_limit_s
+    idle_limit_s = settings.stream_idle_s or settings.question_stall_s + settings.question_time_limit_s
     return event_stream(
         request,
         client,

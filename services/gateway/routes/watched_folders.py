@@ -14,12 +14,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 
 from services.gateway.deps import SettingsDep
-from services.gateway.paths import confined_path
-from services.gateway.schemas import FolderPath, WatchStart
+from services.gateway.paths import confined_folder
+from services.gateway.schemas import FolderPath, WatchStart, error_responses
 from shared.contracts import WatchedRoot
 from shared.events import redis_client
 from shared.index_jobs import WatchRegistry, allowed_roots
-from shared.settings import Settings
 
 router = APIRouter(prefix="/v1", tags=["indexing"])
 
@@ -31,17 +30,11 @@ def watch_registry(settings: SettingsDep) -> WatchRegistry:
 RegistryDep = Annotated[WatchRegistry, Depends(watch_registry)]
 
 
-def confined_folder(raw: str, settings: Settings) -> Path:
-    """The resolved folder, or a 422 that says why it is refused."""
-    folder = confined_path(raw, allowed_roots(settings))
-    if not folder.is_dir():
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{folder} is not a folder")
-    return folder
-
-
-@router.post("/watch", status_code=status.HTTP_201_CREATED, response_model=WatchedRoot)
+@router.post(
+    "/watch", status_code=status.HTTP_201_CREATED, response_model=WatchedRoot, responses=error_responses(403)
+)
 async def watch_root(body: WatchStart, registry: RegistryDep, settings: SettingsDep) -> WatchedRoot:
-    folder = confined_folder(body.root, settings)
+    folder = confined_folder(body.root, allowed_roots(settings))
     return await asyncio.to_thread(registry.add, folder)
 
 
@@ -52,6 +45,10 @@ async def watched_roots(registry: RegistryDep) -> list[WatchedRoot]:
 
 @router.delete("/watch", status_code=status.HTTP_204_NO_CONTENT)
 async def unwatch_root(root: Annotated[FolderPath, Query()], registry: RegistryDep) -> None:
-    removed = await asyncio.to_thread(registry.remove, Path(root).expanduser().resolve())
+    try:
+        folder = Path(root).expanduser().resolve()
+    except RuntimeError:  # "~user" of an unknown user: nothing of theirs is watched
+        folder = None
+    removed = folder is not None and await asyncio.to_thread(registry.remove, folder)
     if not removed:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"{root} is not watched")
