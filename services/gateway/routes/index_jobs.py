@@ -11,7 +11,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.limits import enforce_backpressure
-from services.gateway.metrics import require_known_stream, track
+from services.gateway.metrics import kind_key, require_known_stream, track
 from services.gateway.paths import confined_path
 from services.gateway.schemas import EVENT_STREAM_RESPONSES, IndexAccepted, IndexStart, IndexStatus, JobId
 from services.gateway.streaming import LastEventId, event_stream, last_written
@@ -59,4 +59,6 @@ async def index_events(
     job_id: JobId, request: Request, client: RedisDep, settings: SettingsDep, after: LastEventId = None
 ) -> EventSourceResponse:
     await require_known_stream(client, "i", job_id)
-    return event_stream(request, client, job_id, "index", after, settings.job_time_limit_s)
+    return event_stream(
+        request, client, job_id, "index", after, settings.job_time_limit_s, record_key=kind_key(job_id)
+    )
