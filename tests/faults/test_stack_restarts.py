@@ -1,16 +1,21 @@
-"""Redis gone for good: restarted empty (no append-only file) while a question is in flight.
+"""The gateway restarted under a client following a question, then Redis gone for good.
 
-"Whole" means: the client following the question's event stream gets a last ``failed`` event that
-says Redis lost the work, at once rather than after the stall limit (20 minutes by default, which
-this stack keeps); asking for the lost question is a clear 404; the workers reconnect by themselves,
-so an index job run again ends with the store holding exactly the files, and a new question is
-answered.
+Gateway: SIGKILLed and started again while a client reads a question's event stream; the client
+reconnects with ``Last-Event-ID`` (as browsers' EventSource does). "Whole" means it receives every
+event of the question's Redis stream exactly once, in order, ending with the answer.
+
+Redis: restarted empty (no append-only file) while a question is in flight. "Whole" means: the
+client following the question's event stream gets a last ``failed`` event that says Redis lost the
+work, at once rather than after the stall limit (20 minutes by default, which this stack keeps);
+asking for the lost question is a clear 404; the workers reconnect by themselves, so an index job
+run again ends with the store holding exactly the files, and a new question is answered.
 """
 
 from __future__ import annotations
 
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +24,7 @@ import pytest
 import redis
 
 from shared.contracts import Event, QuestionOptions, Strategy
+from shared.events import events_key
 from testing.processes import free_port, redis_url_for, start_redis_server, stop_redis_server, wait_for
 from tests.faults.files import write_notes
 from tests.faults.stack import FaultStack, assert_store_holds_exactly, index_report
@@ -83,6 +89,55 @@ def stack(
         yield stack
     finally:
         stack.down()
+
+
+def resuming_reader(stack: FaultStack, question_id: str, seen: list[tuple[str, Event]]) -> None:
+    """Read the question's events like EventSource: on a broken or refused connection, connect again
+    (every half second, for up to two minutes) sending the last event id received."""
+    url = f"{stack.settings.gateway_url}/v1/questions/{question_id}/events"
+    for _ in range(240):
+        headers = {"X-API-Key": stack.api_key or ""}
+        if seen:
+            headers["Last-Event-ID"] = seen[-1][0]
+        try:
+            with httpx.stream("GET", url, headers=headers, timeout=httpx.Timeout(10, read=None)) as response:
+                response.raise_for_status()
+                entry_id, data = "", ""
+                for line in response.iter_lines():
+                    if line.startswith("id:"):
+                        entry_id = line[3:].strip()
+                    elif line.startswith("data:"):
+                        data = line[5:].strip()
+                    elif not line and data:
+                        seen.append((entry_id, Event.model_validate_json(data)))
+                        if seen[-1][1].stage == "answer":
+                            return
+                        entry_id, data = "", ""
+        except httpx.HTTPError:
+            time.sleep(0.5)
+
+
+def test_a_client_following_a_question_gets_every_event_once_across_a_gateway_restart(
+    stack: FaultStack, broker: ForgetfulRedis
+) -> None:
+    question_id = stack.client.ask(
+        "What does a TCP sender keep until it is acknowledged?", QuestionOptions(strategy=Strategy.EXHAUSTIVE)
+    )
+    seen: list[tuple[str, Event]] = []
+    reader = threading.Thread(target=resuming_reader, args=(stack, question_id, seen), daemon=True)
+    reader.start()
+    wait_for(lambda: any(e.stage == "rerank" for _, e in seen), 120, "the client to see the rerank stage")
+    before_restart = len(seen)
+    stack.kill("gateway")
+    stack.restart("gateway")
+    reader.join(timeout=180)
+
+    stored = redis.Redis.from_url(broker.url).xrange(events_key(question_id))
+    assert not reader.is_alive(), f"the client still waits; it saw {[(e.stage, e.status) for _, e in seen]}"
+    assert [entry_id for entry_id, _ in seen] == [entry_id.decode() for entry_id, _ in stored]
+    assert (seen[-1][1].stage, seen[-1][1].status) == ("answer", "done")
+    assert 0 < before_restart < len(seen), "the gateway restarted mid-question"
+    print(f"{len(seen)} events, {before_restart} before the gateway restart, each once")
 
 
 def follow(stack: FaultStack, question_id: str, seen: list[Event]) -> None:
