@@ -19,7 +19,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.schemas import EVENT_STREAM_RESPONSES, error_responses
-from services.gateway.streaming import LastEventId, SentEvents, event_stream
+from services.gateway.streaming import STREAM_START, LastEventId, SentEvents, event_stream
 from services.gateway.worker_census import census
 from shared.contracts import Event, ScrapeRequest
 from shared.events import redis_client
@@ -86,7 +86,7 @@ async def until_scrape_job_ends(events: SentEvents) -> SentEvents:
 
 @router.get("/{job_id}/events", response_class=EventSourceResponse, responses=EVENT_STREAM_RESPONSES)
 async def scrape_events(
-    job_id: str, request: Request, client: RedisDep, settings: SettingsDep, after: LastEventId = None
+    job_id: str, request: Request, client: RedisDep, settings: SettingsDep, after: LastEventId = STREAM_START
 ) -> EventSourceResponse:
     if not await client.exists(scrape_job_key(job_id)):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no scrape job {job_id}")
