@@ -40,7 +40,8 @@ def index_report_key(job_id: str) -> str:
 
 
 def cancelled_key(question_id: str) -> str:
-    """Set by ``DELETE /v1/questions/{id}``: the question's stages not yet started are skipped."""
+    """Set by ``DELETE /v1/questions/{id}``: the question's stages not yet started are skipped, and
+    the gateway answers 404 for it."""
     return f"hindsight:cancelled:{question_id}"
 
 

@@ -172,8 +172,8 @@ class Settings(BaseSettings):
     rate_limit_per_minute: int = 60
     backpressure_max_queued: int = 200
     backpressure_retry_after_s: int = 5
-    # A question is refused (503) while a stage's queue has no live worker; false where workers are
-    # started on demand by queue depth, so a queued question is what brings its worker up.
+    # A question (or a scrape) is refused (503) while a stage's queue has no live worker; false where
+    # workers are started on demand by queue depth, so a queued task is what brings its worker up.
     refuse_without_workers: bool = True
     metrics_poll_s: float = 1.0
 

@@ -178,17 +178,29 @@ async def question_state(client: RedisDep, question_id: str) -> QuestionStatus:
     return QuestionStatus(id=question_id, status="pending")
 
 
+async def refuse_cancelled(client: RedisDep, question_id: str) -> None:
+    """404 for a question its asker cancelled: ``DELETE`` removed it."""
+    if await client.exists(cancelled_key(question_id)):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"question {question_id} was cancelled")
+
+
 @router.get("/{question_id}", response_model=QuestionStatus)
 async def question_status(question_id: str, client: RedisDep) -> QuestionStatus:
+    await refuse_cancelled(client, question_id)
     if await stored_answer(client, question_id) is None:
         await require_known_stream(client, "q", question_id)
     return await question_state(client, question_id)
 
 
 @router.delete("/{question_id}", response_model=QuestionStatus, responses=error_responses(409))
-async def cancel(question_id: str, client: RedisDep, settings: SettingsDep) -> QuestionStatus:
-    """End a pending question's stream as failed ("cancelled") and skip its stages not yet started;
-    409 when it has already ended."""
+async def cancel(
+    question_id: str, request: Request, client: RedisDep, settings: SettingsDep
+) -> QuestionStatus:
+    """Cancel a pending question and remove it: its stages not yet started are skipped, a reader
+    already following its events gets a last ``failed`` event ("cancelled"), and from then on the
+    question, its events and its evidence answer 404 and it leaves the caller's history. 409 when it
+    has already ended (an answered question is kept)."""
+    await refuse_cancelled(client, question_id)
     await require_known_stream(client, "q", question_id)
     state = await question_state(client, question_id)
     if state.status != "pending":
@@ -196,6 +208,7 @@ async def cancel(question_id: str, client: RedisDep, settings: SettingsDep) -> Q
     await client.set(cancelled_key(question_id), "1", ex=settings.event_ttl_s)
     reason = "cancelled by the person who asked"
     await asyncio.to_thread(fail_question, question_id, reason, redis_client(settings.redis_url))
+    await client.zrem(history_key(request.state.caller), question_id)
     return await question_state(client, question_id)
 
 
@@ -207,6 +220,7 @@ async def question_events(
     settings: SettingsDep,
     after: LastEventId = STREAM_START,
 ) -> EventSourceResponse:
+    await refuse_cancelled(client, question_id)
     await require_known_stream(client, "q", question_id)
     idle_limit_s = settings.stream_idle_s or settings.question_stall_s + settings.question_time_limit_s
     return event_stream(
@@ -242,6 +256,7 @@ async def saying_when_waiting(
 async def citation_evidence(
     question_id: str, number: int, client: RedisDep, settings: SettingsDep
 ) -> Evidence:
+    await refuse_cancelled(client, question_id)
     answer = await stored_answer(client, question_id)
     if answer is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no answer for question {question_id}")

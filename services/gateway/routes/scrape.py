@@ -54,7 +54,7 @@ async def scrape(client: RedisDep, settings: SettingsDep, body: ScrapeStart | No
             status.HTTP_409_CONFLICT,
             f"a scrape is already running (job {running}); follow /v1/scrape/{running}/events",
         )
-    if await census.without_worker((Queue.SCRAPE,)):
+    if settings.refuse_without_workers and await census.without_worker((Queue.SCRAPE,)):
         await asyncio.to_thread(release_lock, job_id, redis_client(settings.redis_url))
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
