@@ -3,22 +3,64 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 
 from cli.local_key import client_key
-from shared.contracts import Answer, Event, QuestionOptions, ScanReport, SearchRequest, SearchResponse
+from shared.contracts import (
+    Answer,
+    Event,
+    QuestionOptions,
+    ScanReport,
+    SearchRequest,
+    SearchResponse,
+)
 from shared.settings import get_settings
+
+NOT_RUNNING = "Hindsight isn't running — start it with `hindsight up`"
 
 
 class GatewayError(RuntimeError):
-    """The gateway refused a request; the message carries its status, its reason and when to retry."""
+    """The gateway refused a request; the message is one sentence: what was refused and how to fix it."""
 
     def __init__(self, status_code: int, reason: str, retry_after: str | None = None) -> None:
-        retry = f" (retry in {retry_after}s)" if retry_after else ""
-        super().__init__(f"{status_code}: {reason}{retry}")
+        super().__init__(explain_refusal(status_code, reason, retry_after))
         self.status_code = status_code
         self.retry_after = retry_after
+
+
+def explain_refusal(status_code: int, reason: str, retry_after: str | None = None) -> str:
+    """A refusal in one sentence with its fix (401: the key; 429/503: when to retry)."""
+    if status_code in (401, 403):
+        return (
+            f"the gateway refused the API key ({reason}): set HINDSIGHT_API_KEY to a key from "
+            "`hindsight keys create`, or run `hindsight up` to give this CLI its own"
+        )
+    retry = f"; retry in {retry_after} s" if retry_after else ""
+    return f"{reason}{retry}"
+
+
+def transport_failure(exc: httpx.TransportError) -> str:
+    """A request that got no answer: nothing listening means Hindsight is not running."""
+    if isinstance(exc, httpx.ConnectError):
+        return NOT_RUNNING
+    if isinstance(exc, httpx.TimeoutException):
+        return "the gateway did not answer in time; `hindsight status` shows which workers are live"
+    return f"the connection to the gateway failed ({exc}); `hindsight status` shows what is running"
+
+
+def detail_sentence(detail: object) -> str:
+    """FastAPI's ``detail``: a string as it is; a validation error list as ``field: message`` parts."""
+    if isinstance(detail, list):
+        parts = []
+        for error in detail:
+            if isinstance(error, dict):
+                where = ".".join(str(p) for p in error.get("loc", []) if p != "body")
+                parts.append(f"{where}: {error.get('msg', '')}" if where else str(error.get("msg", "")))
+        if parts:
+            return "the request was refused: " + "; ".join(parts)
+    return str(detail)
 
 
 def server_sent_events(response: httpx.Response) -> Iterator[Event]:
@@ -41,10 +83,10 @@ class GatewayClient:
         if response.is_error:
             response.read()
             try:
-                reason = response.json().get("detail", response.text)
-            except ValueError:
-                reason = response.text
-            raise GatewayError(response.status_code, str(reason), response.headers.get("retry-after"))
+                reason = detail_sentence(response.json().get("detail", response.text))
+            except (ValueError, AttributeError):
+                reason = response.text or response.reason_phrase
+            raise GatewayError(response.status_code, reason, response.headers.get("retry-after"))
         return response
 
     def ask(self, question: str, options: QuestionOptions | None = None) -> str:
@@ -58,6 +100,10 @@ class GatewayClient:
 
     def question_events(self, question_id: str) -> Iterator[Event]:
         return self.follow(f"/v1/questions/{question_id}/events")
+
+    def cancel(self, question_id: str) -> None:
+        """Cancel a question: its stream ends failed and its queued stages are dropped."""
+        self._checked(self._http.delete(f"/v1/questions/{question_id}"))
 
     def answer(self, question_id: str) -> Answer | None:
         body = self._checked(self._http.get(f"/v1/questions/{question_id}")).json()
@@ -84,6 +130,10 @@ class GatewayClient:
     def health(self) -> dict[str, object]:
         """Redis, live workers per queue and reranker modes (``GET /v1/health``, needs the key)."""
         return dict(self._checked(self._http.get("/v1/health")).json())
+
+    def library(self) -> list[dict[str, Any]]:
+        """The folders indexed or watched: ``root``, ``watched``, ``documents``, ``last_report``."""
+        return list(self._checked(self._http.get("/v1/library")).json())
 
 
 def default_client() -> GatewayClient:

@@ -1,10 +1,10 @@
-"""``hindsight``: the command line's wiring. Each command parses its arguments and calls one plain
-action of ``cli/actions/`` (which the REPL calls too); exit codes are decided here.
+"""`hindsight`: the command line's wiring. Each command parses its arguments and calls one plain
+action of `cli/actions/` (which the REPL calls too); exit codes are decided here.
 
-The CLI is a client: it talks to the gateway (``cli.client``), runs the local processes
-(``cli.local_stack``), and calls public functions only (the scraper's public surface, ``provisioning``).
+The CLI is a client: it talks to the gateway (`cli.client`), runs the local processes
+(`cli.local_stack`), and calls public functions only (the scraper's public surface, `provisioning`).
 The scraper and the model builders are imported by their commands alone, so the gateway's image, which
-ships neither, still runs ``hindsight keys``.
+ships neither, still runs `hindsight keys`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from typing import Annotated
 
 import httpx
 import typer
+from pydantic import ValidationError
 
 from cli.actions import keys, models, search, stack
 from cli.actions.ask import ask_question
 from cli.actions.index import index_and_watch, run_index
-from cli.client import GatewayError, default_client
-from cli.console import console
+from cli.client import GatewayError, default_client, transport_failure
+from cli.console import console, error_console
 from shared.contracts import SearchFilters, SearchMode, SearchRequest, SourceKind, Strategy
 from shared.settings import get_settings
 
@@ -31,7 +32,7 @@ app = typer.Typer(
 )
 models_app = typer.Typer(help="Provision the ONNX models (build steps, run once).", no_args_is_help=True)
 keys_app = typer.Typer(help="Create, list and revoke the API keys the gateway accepts.", no_args_is_help=True)
-scrape_app = typer.Typer(help="Export your Perplexity library to Markdown with a browser.")
+scrape_app = typer.Typer(help="Export your Perplexity library to Markdown with a browser, then index it.")
 import_app = typer.Typer(help="Import Perplexity's own export files (no scraping).")
 app.add_typer(models_app, name="models")
 app.add_typer(keys_app, name="keys")
@@ -51,14 +52,23 @@ def up(wait: Annotated[bool, typer.Option(help="Wait until every queue has a liv
 
 @app.command()
 def down() -> None:
-    """Stop exactly the processes that ``hindsight up`` started."""
+    """Stop exactly the processes that `hindsight up` started."""
     stack.stop_stack()
 
 
 @app.command()
 def status() -> None:
-    """Show the local processes and which queues have live workers."""
+    """Show the web address, the processes, live workers, the answer and reranker modes, watched folders."""
     stack.show_status()
+
+
+AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON (for scripts), nothing else.")]
+
+
+@app.command("open")
+def open_page() -> None:
+    """Open the web page in your browser, signed in with this CLI's key."""
+    stack.open_page()
 
 
 @app.command()
@@ -67,9 +77,16 @@ def ask(
     strategy: Annotated[
         Strategy | None, typer.Option(help="precise or exhaustive (default: the planner decides)")
     ] = None,
+    as_json: AsJson = False,
+    stages: Annotated[
+        bool, typer.Option("--stages", help="Print each stage's details as it finishes.")
+    ] = False,
 ) -> None:
-    """Ask a question; watch the stages live, then read the cited answer."""
-    if ask_question(question, strategy) is None:
+    """Ask a question and read the cited answer (Ctrl-C cancels it)."""
+    if not question.strip():
+        error_console.print('[red]nothing to ask[/red]: hindsight ask "What did I find out about …?"')
+        raise typer.Exit(2)
+    if ask_question(question, strategy, as_json, stages) is None:
         raise typer.Exit(1)
 
 
@@ -84,8 +101,12 @@ def search_command(
     date_from: Annotated[datetime | None, typer.Option(help="Only documents dated from.")] = None,
     date_to: Annotated[datetime | None, typer.Option(help="Only documents dated until.")] = None,
     k_adjacent: Annotated[int, typer.Option(min=0, max=3, help="Neighbour chunks to stitch on.")] = 0,
+    as_json: AsJson = False,
 ) -> None:
     """Search without synthesis and print the ranked passages with how each was found."""
+    if not query.strip():
+        error_console.print('[red]nothing to search for[/red]: hindsight search "rye flour"')
+        raise typer.Exit(2)
     filters = SearchFilters(
         kinds=kind or None,
         spaces=space or None,
@@ -94,7 +115,7 @@ def search_command(
         date_to=date_to,
     )
     request = SearchRequest(query=query, mode=mode, limit=limit, k_adjacent=k_adjacent, filters=filters)
-    if search.search_passages(request) is None:
+    if search.search_passages(request, as_json) is None:
         raise typer.Exit(1)
 
 
@@ -120,7 +141,7 @@ def index(
 
 @app.command()
 def reset(yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False) -> None:
-    """Delete the index so the next ``hindsight index`` rebuilds it from scratch."""
+    """Delete the index so the next `hindsight index` rebuilds it from scratch."""
     if yes or typer.confirm(f"delete the index in {get_settings().store_dir}?", default=False):
         stack.reset_index()
     else:
@@ -180,13 +201,21 @@ def scrape_library(
     refetch_all: Annotated[
         bool, typer.Option("--refetch-all", help="Fetch every thread, not only those whose listing moved.")
     ] = False,
+    no_index: Annotated[
+        bool, typer.Option("--no-index", help="Export only; do not index the folder.")
+    ] = False,
+    headless: Annotated[
+        bool, typer.Option("--headless", help="No browser window (Cloudflare often challenges headless).")
+    ] = False,
     export_dir: ExportDir = None,
 ) -> None:
-    """Export the library; only new or changed threads are written."""
+    """Export the library (only new or changed threads are written), then index the export folder."""
     from cli.actions import scrape
 
     with scraper_errors():
-        report = scrape.scrape(scrape.settings_for(export_dir), login, refetch_all)
+        report = scrape.scrape(
+            scrape.settings_for(export_dir), login, refetch_all, index=not no_index, headless=headless or None
+        )
     if report.failed:
         raise typer.Exit(2)
 
@@ -199,8 +228,10 @@ def import_perplexity_export(
     """Import Perplexity's bulk data-request JSON."""
     from cli.actions import scrape
 
+    settings = scrape.settings_for(export_dir)
     with scraper_errors():
-        scrape.import_data_export(scrape.settings_for(export_dir), file)
+        scrape.import_data_export(settings, file)
+    index_imported(settings.export_root)
 
 
 @import_app.command("perplexity-markdown")
@@ -208,11 +239,25 @@ def import_perplexity_markdown(
     directory: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="Folder of .md exports")],
     export_dir: ExportDir = None,
 ) -> None:
-    """Import per-thread Markdown downloaded from Perplexity (``Title.md``, ``Title(2).md``, ...)."""
+    """Import per-thread Markdown downloaded from Perplexity (`Title.md`, `Title(2).md`, ...)."""
     from cli.actions import scrape
 
+    settings = scrape.settings_for(export_dir)
     with scraper_errors():
-        scrape.import_markdown_dir(scrape.settings_for(export_dir), directory)
+        scrape.import_markdown_dir(settings, directory)
+    index_imported(settings.export_root)
+
+
+def index_imported(export_root: Path) -> None:
+    """Index the imported threads now, or say exactly what to run when Hindsight is not running."""
+    try:
+        run_index(default_client(), export_root)
+    except httpx.TransportError:
+        console.print(
+            f"[yellow]not indexed yet[/yellow]: start Hindsight with `hindsight up`, then run "
+            f"`hindsight index {export_root}`",
+            soft_wrap=True,
+        )
 
 
 @contextmanager
@@ -228,20 +273,30 @@ def scraper_errors() -> Iterator[None]:
 
 
 def main() -> None:
+    """Run a command; a refusal, an unreachable gateway or bad input is one sentence on stderr, never a
+    traceback."""
     try:
         app()
     except GatewayError as exc:
-        console.print(f"[red]gateway refused[/red]: {exc}")
+        error_console.print(f"[red]{exc}[/red]", soft_wrap=True)
         raise SystemExit(1) from exc
     except httpx.TransportError as exc:
-        console.print(unreachable(exc))
+        error_console.print(unreachable(exc), soft_wrap=True)
         raise SystemExit(1) from exc
+    except ValidationError as exc:
+        error_console.print(f"[red]{invalid_input(exc)}[/red]", soft_wrap=True)
+        raise SystemExit(2) from exc
 
 
 def unreachable(exc: httpx.TransportError) -> str:
-    """What to say when the gateway does not answer at all."""
-    url = get_settings().gateway_url
-    return f"[red]gateway unreachable[/red] at {url} ({exc}): start the stack with `hindsight up`"
+    """What to say when the gateway does not answer."""
+    return f"[red]{transport_failure(exc)}[/red] (gateway: {get_settings().gateway_url})"
+
+
+def invalid_input(exc: ValidationError) -> str:
+    """A validation error as `field: message` parts in one line."""
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()]
+    return "invalid input: " + "; ".join(parts)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """``hindsight repl``: a menu over the same actions the commands call (``cli/actions/``).
 
-Asking writes a cited answer; searching lists passages in one of the search modes the API and
-``hindsight search`` offer (:class:`shared.contracts.SearchMode`).
+Whatever is typed that is not a menu key is asked as a question (a cited answer); searching lists
+passages in one of the search modes the API and ``hindsight search`` offer
+(:class:`shared.contracts.SearchMode`), by the same names.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from rich.table import Table
 from cli.actions import scrape, search, stack
 from cli.actions.ask import ask_question
 from cli.actions.index import run_index
-from cli.client import GatewayError, default_client
+from cli.client import GatewayError, default_client, transport_failure
 from cli.console import console
 from services.scraper import ScraperError
 from shared.contracts import SearchMode, SearchRequest
@@ -53,18 +54,21 @@ class Repl:
         console.print("[bold]Hindsight[/bold] — answers from your own research, with exact citations.")
         self.show_menu()
         while self.running:
-            choice = Prompt.ask("\n[bold]choose[/bold] (h for help)", console=console).strip().lower()
-            item = next((i for i in self.items if i.key == choice), None)
-            if item is None:
-                console.print(f"no menu entry {choice!r}")
-                self.show_menu()
+            typed = Prompt.ask(
+                "\n[bold]ask a question[/bold], or choose (h for help)", console=console
+            ).strip()
+            if not typed:
                 continue
+            item = next((i for i in self.items if i.key == typed.lower()), None)
             try:
-                item.action()
+                if item is None:
+                    ask_question(typed)
+                else:
+                    item.action()
             except GatewayError as exc:
-                console.print(f"[red]gateway refused[/red]: {exc}")
+                console.print(f"[red]{exc}[/red]")
             except httpx.TransportError as exc:
-                console.print(f"[red]gateway unreachable[/red] ({exc}): start the stack (menu entry 4)")
+                console.print(f"[red]{transport_failure(exc)}[/red] (or menu entry 4)")
             except ScraperError as exc:
                 console.print(f"[red]{exc}[/red]")
             except (OSError, TimeoutError, RuntimeError, ValueError) as exc:
@@ -112,7 +116,7 @@ class Repl:
 
     def help(self) -> None:
         console.print(
-            "Ask a question for a written answer whose \\[n] markers cite exact passages; search lists "
+            "Type a question for a written answer whose \\[n] markers cite exact passages; search lists "
             "matching passages without an answer (semantic: by meaning, exact: by the words, hybrid: "
             "both, auto: chosen from the query). Build the index from a folder of notes or exports "
             "first; scraping exports your Perplexity threads as Markdown into the data folder. Every "

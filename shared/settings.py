@@ -8,6 +8,7 @@ validators, so a process refuses to start with settings that contradict each oth
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -171,6 +172,9 @@ class Settings(BaseSettings):
     rate_limit_per_minute: int = 60
     backpressure_max_queued: int = 200
     backpressure_retry_after_s: int = 5
+    # A question is refused (503) while a stage's queue has no live worker; false where workers are
+    # started on demand by queue depth, so a queued question is what brings its worker up.
+    refuse_without_workers: bool = True
     metrics_poll_s: float = 1.0
 
     # Scraper (Perplexity export). Delays are seconds; tests set them to ~0.
@@ -178,7 +182,13 @@ class Settings(BaseSettings):
     perplexity_state: Path | None = None
     export_dir: Path | None = None
     chromium_path: Path | None = None
-    scrape_headless: bool = True
+    # Headful by default: Cloudflare challenges headless Chromium. Without a DISPLAY the scraper starts
+    # a virtual one (Xvfb); ``hindsight scrape --headless`` or this setting skips the window.
+    scrape_headless: bool = False
+    # How long a Cloudflare challenge page is given to clear by itself before the run stops.
+    scrape_challenge_wait_s: float = 20.0
+    # The scheduled sync's period (seconds or ISO 8601 such as PT6H); 0 turns it off.
+    scrape_every: timedelta = timedelta(0)
     scrape_list_page_size: int = 50
     scrape_page_delay_s: float = 0.8
     scrape_page_jitter_s: float = 0.7

@@ -13,10 +13,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar, get_type_hints
 
 from celery import Task
+from celery.exceptions import Ignore
 
 from shared.celery_app import app
 from shared.contracts import IndexRequest, Question
-from shared.events import EventStream, StageReport, fail_question
+from shared.events import EventStream, StageReport, cancelled_key, fail_question, redis_client
 from shared.topology import INDEX_SCAN
 
 In = TypeVar("In", bound=Question)
@@ -42,7 +43,7 @@ def question_task(name: str, event: str) -> Callable[[Stage[In, Out]], Task]:
     """Register ``stage`` as the Celery task ``name``, reported as the ``event`` stage of the question.
 
     A failure ends the question's stream, so no reader waits for an answer the broken chain can no
-    longer produce.
+    longer produce; a cancelled question's stage does not run, and the chain stops there.
     """
 
     def register(stage: Stage[In, Out]) -> Task:
@@ -51,6 +52,8 @@ def question_task(name: str, event: str) -> Callable[[Stage[In, Out]], Task]:
         @functools.wraps(stage)
         def run(payload: dict[str, Any]) -> dict[str, Any]:
             question = takes.model_validate(payload)
+            if redis_client().exists(cancelled_key(question.question_id)):
+                raise Ignore()  # cancelled by its asker: this stage and the rest of the chain are skipped
             try:
                 with EventStream(question.question_id).stage(event) as report:
                     result = stage(question, report)  # type: ignore[arg-type]

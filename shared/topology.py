@@ -76,9 +76,10 @@ MAP_CHORD = Chord(header=SYNTHESIZE_MAP, body=SYNTHESIZE_REDUCE)
 class Worker:
     """A kind of worker process: ``celery -A <module> worker -Q <queues> -n <name>@%h --pool <pool>``.
 
-    ``always_on`` workers are what answering questions and indexing need: ``/healthz`` is ``ok`` only
-    when each of their queues has a live worker, and ``hindsight up`` starts them. The scraper is
-    not one: it runs when a library is exported.
+    ``always_on`` workers are the ones ``hindsight up`` starts. ``required`` ones are what answering
+    questions and indexing need: ``/healthz`` is ``ok`` only when each of their queues has a live
+    worker. The scraper is started but not required: a stack without it still answers, and
+    ``POST /v1/scrape`` says so when no scrape worker is there.
     """
 
     name: str
@@ -86,10 +87,11 @@ class Worker:
     queues: tuple[Queue, ...]
     pool: Literal["prefork", "threads"] = "prefork"
     always_on: bool = True
+    required: bool = True
 
 
 WORKERS: tuple[Worker, ...] = (
-    Worker("scraper", "services.scraper.tasks", (Queue.SCRAPE,), always_on=False),
+    Worker("scraper", "services.scraper.tasks", (Queue.SCRAPE,), required=False),
     Worker("indexer", "services.indexer.tasks", (Queue.INDEX,)),
     Worker("retriever", "services.retriever.tasks", (Queue.RETRIEVE,)),
     # Threads share one warm ONNX session whose micro-batcher merges concurrent questions' pairs.
@@ -106,7 +108,7 @@ QUESTION_QUEUES: tuple[Queue, ...] = tuple(
 )
 INDEX_QUEUES: tuple[Queue, ...] = tuple(q for q in Queue if q in {TASK_QUEUES[INDEX_SCAN]})
 # ``/healthz`` is ``ok`` when each of these has a live worker.
-REQUIRED_QUEUES: tuple[Queue, ...] = tuple(q for w in WORKERS if w.always_on for q in w.queues)
+REQUIRED_QUEUES: tuple[Queue, ...] = tuple(q for w in WORKERS if w.required for q in w.queues)
 
 
 def worker(name: str) -> Worker:

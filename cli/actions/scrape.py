@@ -1,15 +1,22 @@
 """Get Perplexity threads into the export folder: scrape the site with a browser, or import
-Perplexity's own export files (no browser at all).
+Perplexity's own export files (no browser at all); then index the folder through the gateway.
 
 Each action prints what it did and returns the export's counts; a :class:`ScraperError` carries the
-message the user needs (what to install, how to log in).
+message the user needs (what to install, how to log in). Scraping runs here, in the user's own
+browser session (headful unless ``--headless``); the indexing is the gateway's index job, shown with
+the same progress bar as ``hindsight index``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
+
+from cli.actions.index import run_index
+from cli.client import default_client
 from cli.console import console
 from services.scraper import (
     Thread,
@@ -54,13 +61,42 @@ def log_in(settings: Settings) -> None:
     console.print(f"Logged in as {name}; saved to {settings.perplexity_state_path}", soft_wrap=True)
 
 
-def scrape(settings: Settings, login: bool = False, refetch_all: bool = False) -> ExportReport:
-    """Export the library (logging in first when asked or never done); only new or changed threads
-    are written."""
+def index_export(export_dir: Path) -> None:
+    """Index the export folder through the gateway's index job, with its progress bar."""
+    try:
+        run_index(default_client(), export_dir)
+    except httpx.TransportError:
+        console.print(
+            f"[yellow]exported but not indexed[/]: indexing needs the stack (`hindsight up`), "
+            f"then `hindsight index {export_dir}`",
+            soft_wrap=True,
+        )
+        raise
+
+
+def scrape(
+    settings: Settings,
+    login: bool = False,
+    refetch_all: bool = False,
+    *,
+    index: bool = True,
+    headless: bool | None = None,
+) -> ExportReport:
+    """Export the library (logging in first when asked or never done), then index the export folder
+    unless ``index`` is false; only new or changed threads are written."""
+    if headless is not None:
+        settings = settings.model_copy(update={"scrape_headless": headless})
     if login or not settings.perplexity_state_path.exists():
         log_in(settings)
-    report = export_library(settings, refetch_all=refetch_all)
+    with console.status("exporting the Perplexity library") as status:
+
+        def show(detail: str, _data: dict[str, Any]) -> None:
+            status.update(f"exporting the Perplexity library: {detail}")
+
+        report = export_library(settings, refetch_all=refetch_all, progress=show)
     print_report(report)
+    if index:
+        index_export(Path(report.export_dir))
     return report
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 from rich.table import Table
 
-from cli.client import GatewayError, default_client
-from cli.console import console
+from cli.client import GatewayError, default_client, transport_failure
+from cli.console import console, error_console
 from shared.contracts import SearchMode, SearchRequest, SearchResponse
 from shared.settings import get_settings
 
@@ -37,13 +37,19 @@ def render(result: SearchResponse) -> None:
         console.print(f"[yellow]note[/yellow]: {note}")
 
 
-def search_passages(request: SearchRequest) -> SearchResponse | None:
-    """Search without synthesis and print the ranked passages with how each was found (``None`` and
-    the reason printed when the search failed)."""
+def search_passages(request: SearchRequest, as_json: bool = False) -> SearchResponse | None:
+    """Search without synthesis and print the ranked passages with how each was found, or the
+    response as JSON; ``None`` and the reason printed when the search failed."""
     try:
         result = default_client().search(request, get_settings().search_timeout_s + 5)
-    except (GatewayError, httpx.HTTPError) as exc:
-        console.print(f"[red]search failed[/red]: {exc}")
+    except GatewayError as exc:
+        error_console.print(f"[red]search failed[/red]: {exc}", soft_wrap=True)
         return None
-    render(result)
+    except httpx.TransportError as exc:
+        error_console.print(f"[red]{transport_failure(exc)}[/red]", soft_wrap=True)
+        return None
+    if as_json:
+        print(result.model_dump_json(indent=2))
+    else:
+        render(result)
     return result

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import shutil
+import webbrowser
+from typing import Any
 
+import httpx
 from rich.table import Table
 
-from cli.client import default_client
-from cli.console import console
+from cli.client import GatewayError, default_client, transport_failure
+from cli.console import console, counted
 from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, wait_until
+from shared.contracts import RerankerStatus, ScanReport
 from shared.settings import get_settings
+from shared.topology import REQUIRED_QUEUES
 
 READY_TIMEOUT_S = 120
 
@@ -55,20 +60,106 @@ def describe_access() -> None:
         )
 
 
+def page_url() -> str:
+    """The web page's address, with this CLI's key in the #fragment (which never reaches a server)."""
+    settings = get_settings()
+    url = settings.gateway_url.rstrip("/") + "/"
+    key = client_key(settings) if settings.gateway_auth == "keys" else None
+    return f"{url}#key={key}" if key else url
+
+
+def open_page() -> None:
+    url = page_url()
+    if not webbrowser.open(url):
+        console.print(f"no browser found; open {url}", soft_wrap=True)
+
+
 def stop_stack() -> None:
     stopped = LocalStack(get_settings()).down()
     console.print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
 
 
 def show_status() -> None:
-    table = Table("process", "pid")
-    for name, pid in LocalStack(get_settings()).running().items():
-        table.add_row(name, str(pid))
-    console.print(table)
+    """One table: the web address, the local processes, the gateway, the workers, how answers are
+    written and ranked (with a warning when the reranker passes the fused order through), and the
+    watched folders."""
+    settings = get_settings()
+    table = Table(show_header=False, title="Hindsight", title_justify="left")
+    table.add_row(
+        "web page", f"{settings.gateway_url.rstrip('/')}/  (`hindsight open` opens it with the key)"
+    )
+    processes = LocalStack(settings).running()
+    table.add_row("local processes", ", ".join(f"{n} ({p})" for n, p in processes.items()) or "none")
+    table.add_row("answers", llm_mode(settings.llm))
+    client = default_client()
     try:
-        console.print(default_client().health())
-    except Exception as exc:
-        console.print(f"[red]gateway unreachable[/red]: {exc}")
+        health = client.health()
+    except httpx.TransportError as exc:
+        table.add_row("gateway", f"[red]{transport_failure(exc)}[/red]")
+        console.print(table)
+        return
+    table.add_row("gateway", gateway_line(health))
+    table.add_row("reranker", reranker_line(health.get("rerankers")))
+    try:
+        folders = client.library()
+    except GatewayError as exc:
+        table.add_row("folders", f"[red]{exc}[/red]")
+    else:
+        table.add_row("documents", str(sum(int(f["documents"]) for f in folders)))
+        table.add_row(
+            "folders", "\n".join(folder_line(f) for f in folders) or "none yet (`hindsight index FOLDER`)"
+        )
+    console.print(table)
+
+
+def folder_line(folder: dict[str, Any]) -> str:
+    """``/notes — 12 documents, 1 failed, watched``."""
+    count = int(folder["documents"])
+    facts = [counted(count, "document")]
+    report = ScanReport.model_validate(folder["last_report"]) if folder.get("last_report") else None
+    if report and report.failed:
+        facts.append(f"[red]{report.failed} failed[/red]")
+    if folder.get("running"):
+        facts.append("syncing now")
+    facts.append("watched" if folder.get("watched") else "not watched")
+    return f"{folder['root']} — {', '.join(facts)}"
+
+
+def llm_mode(llm: str) -> str:
+    if llm == "none":
+        return (
+            "extractive: quotes the best passages (no chat model; set HINDSIGHT_LLM=ollama for "
+            "written answers, see the README)"
+        )
+    return f"written by a chat model ({llm})"
+
+
+def gateway_line(health: dict[str, object]) -> str:
+    queues = health.get("queues")
+    counts = queues if isinstance(queues, dict) else {}
+    workers = ", ".join(f"{queue} {count}" for queue, count in counts.items())
+    missing = [queue for queue in REQUIRED_QUEUES if not counts.get(queue)]
+    if health.get("status") == "ok":
+        return f"[green]ok[/green] — live workers per queue: {workers}"
+    if not health.get("redis"):
+        return "[red]degraded[/red] — Redis does not answer"
+    return (
+        f"[red]degraded[/red] — no live worker on {', '.join(missing)} (`hindsight up` starts them); "
+        f"live workers per queue: {workers}"
+    )
+
+
+def reranker_line(statuses: object) -> str:
+    """Scoring with a model, or a warning that the fused order passes through unranked."""
+    reported = [RerankerStatus.model_validate(s) for s in statuses] if isinstance(statuses, list) else []
+    if not reported:
+        return "[yellow]no reranker worker has reported yet[/yellow]"
+    if all(s.mode == "scoring" for s in reported):
+        return f"[green]scoring[/green] with {reported[0].model}"
+    return (
+        "[yellow]pass-through: no cross-encoder model, so passages keep the search's order; "
+        "`hindsight models pull` installs it[/yellow]"
+    )
 
 
 def reset_index() -> None:

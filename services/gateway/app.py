@@ -33,7 +33,16 @@ from starlette.routing import Match
 from services.gateway.auth import PROTECTED
 from services.gateway.limits import RequestBodyGuard
 from services.gateway.metrics import Metrics, StreamMetrics, running
-from services.gateway.routes import health, index_jobs, public, questions, search, watched_folders
+from services.gateway.routes import (
+    health,
+    index_jobs,
+    library,
+    public,
+    questions,
+    scrape,
+    search,
+    watched_folders,
+)
 from services.gateway.routes.health import HealthCache
 from services.gateway.schemas import error_responses
 from services.gateway.security import SecurityHeaders, allowed_hosts, content_security_policy
@@ -47,6 +56,8 @@ PROTECTED_ROUTERS: list[APIRouter] = [
     index_jobs.router,
     watched_folders.router,
     search.router,
+    library.router,
+    scrape.router,
     health.router,
 ]
 # What any route behind a key may answer besides its own success: no key (401), an unknown id (404),

@@ -2,10 +2,11 @@
 
 The path is never taken from the request: it is the ``source_uri`` of a citation in an answer the
 pipeline stored, and it must be a text format, read through the safe open (``shared.safe_files``:
-no symlink, a regular file under the roots, size-capped). The quote is located in the current file
-text at the occurrence nearest the cited offset, so front matter stripped by the loader or small
-edits since indexing do not misplace it; when it cannot be found (PDF, file gone or changed, or
-refused by the safe open) the quote alone is returned, marked as such.
+no symlink, a regular file under the roots, size-capped). A citation's span counts in the file's own
+text (front matter included), so the span highlighted is ``text[char_start:char_end]`` when the file
+still holds the quote there; after an edit that moved it, the occurrence nearest the cited offset.
+When the quote cannot be found (PDF, file gone or changed, or refused by the safe open) the quote
+alone is returned, marked as such.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def readable_source(uri: str, roots: list[Path]) -> Path | None:
 
 
 def nearest_occurrence(text: str, quote: str, near: int) -> int | None:
+    if text[near : near + len(quote)] == quote:
+        return near
     best: int | None = None
     start = text.find(quote)
     while start != -1:
@@ -47,6 +50,7 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
         page=citation.page,
         quote=citation.quote,
         verified=citation.verified,
+        line=citation.line,
     )
     path = readable_source(citation.source_uri, roots)
     if path is None or not citation.quote:
@@ -59,6 +63,7 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
     if start is None:
         return found
     end = start + len(citation.quote)
+    found.line = text.count("\n", 0, start) + 1
     found.before = text[max(0, start - CONTEXT_CHARS) : start]
     found.after = text[end : end + CONTEXT_CHARS]
     found.located = True

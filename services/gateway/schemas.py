@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import Path as PathParam
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, computed_field
 
 from shared.contracts import Answer, IndexProgress, QuestionOptions, RerankerStatus, ScanReport
 
@@ -83,6 +83,15 @@ class QuestionStatus(BaseModel):
     error: str | None = None
 
 
+class QuestionSummary(BaseModel):
+    """One entry of the question history: ``GET /v1/questions/{id}`` has its answer."""
+
+    id: str
+    question: str
+    asked_at: float
+    status: Literal["pending", "done", "failed"]
+
+
 class IndexStart(BaseModel):
     root: FolderPath
     # Let the scan delete more than half of the folder's documents (they really are gone).
@@ -113,6 +122,29 @@ class Liveness(BaseModel):
     status: Literal["ok"] = "ok"
 
 
+class IndexJobStarted(BaseModel):
+    job_id: str
+    started_at: float
+
+
+class LibraryFolder(BaseModel):
+    """A folder Hindsight indexed or watches, with its last sync's report (``None`` before one ended)
+    and when that sync started."""
+
+    root: str
+    watched: bool
+    last_report: ScanReport | None = None
+    running: bool = False
+    synced_at: float | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def documents(self) -> int:
+        """Files indexed as of the last sync: new, changed and unchanged ones, less those that failed."""
+        report = self.last_report
+        return max(0, report.new + report.changed + report.unchanged - report.failed) if report else 0
+
+
 class Health(BaseModel):
     redis: bool
     queues: dict[str, int]
@@ -121,14 +153,18 @@ class Health(BaseModel):
 
 
 class Evidence(BaseModel):
-    """A cited quote with the source text around it (``before`` + ``quote`` + ``after``)."""
+    """A cited quote with the source text around it (``before`` + ``quote`` + ``after``); for a thread
+    exported from Perplexity, its perplexity.ai address and the question of the turn quoted."""
 
     number: int
     title: str
     source_uri: str
     page: int | None = None
+    line: int | None = None
     quote: str
     before: str = ""
     after: str = ""
     located: bool = False
     verified: bool = False
+    thread_url: str | None = None
+    turn_question: str | None = None

@@ -4,7 +4,8 @@
   rebinding page, for one) gets 400 before it reaches a route;
 - :class:`SecurityHeaders` on every response: ``nosniff``, no framing (``frame-ancestors 'none'``
   and ``X-Frame-Options``), no referrer, and a Content-Security-Policy that runs only the web page's
-  own inline script and style (by their SHA-256) and lets it connect to this origin alone.
+  own script and style (its files from this origin, inline blocks by their SHA-256) and lets it
+  connect to this origin alone.
 """
 
 from __future__ import annotations
@@ -64,11 +65,13 @@ def source_hashes(blocks: list[str]) -> str:
 
 
 def content_security_policy(page: Path) -> str:
-    """A policy that admits the page's own inline script and style, by hash, and nothing else."""
+    """A policy that admits the page's own script and style files (``'self'``: the gateway serves only
+    the page's two files as such, and every other response is JSON under ``nosniff``), its inline
+    script and style by hash, and nothing else."""
     parser = InlineBlocks()
     parser.feed(page.read_text(encoding="utf-8"))
-    scripts = source_hashes(parser.blocks["script"]) or "'none'"
-    styles = source_hashes(parser.blocks["style"]) or "'none'"
+    scripts = " ".join(["'self'", source_hashes(parser.blocks["script"])]).strip()
+    styles = " ".join(["'self'", source_hashes(parser.blocks["style"])]).strip()
     return (
         f"default-src 'none'; script-src {scripts}; style-src {styles}; connect-src 'self'; "
         "img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"

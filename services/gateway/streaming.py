@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, cast
 
 import redis.asyncio as aioredis
@@ -23,6 +23,7 @@ from shared.contracts import Event
 from shared.events import EVENT_FIELD, StreamEntries, StreamReply, decode_entry, events_key
 
 SSE_BLOCK_MS = 15_000
+SentEvents = AsyncIterator[dict[str, str]]
 LastEventId = Annotated[
     str,
     Header(
@@ -59,8 +60,11 @@ def event_stream(
     terminal_stage: str,
     after: str,
     idle_limit_s: float,
+    annotate: Callable[[SentEvents], SentEvents] | None = None,
 ) -> EventSourceResponse:
-    """The SSE response for one stream, or 429 when the caller already holds too many open."""
+    """The SSE response for one stream, or 429 when the caller already holds too many open.
+    ``annotate`` may rewrite the events on their way out (the questions route turns a quiet spell
+    with a stage's worker gone into a ``waiting`` event)."""
     caller = getattr(request.state, "caller", "anonymous")
     limit = request.app.state.settings.max_streams_per_key
     if open_streams(request)[caller] >= limit:
@@ -71,7 +75,7 @@ def event_stream(
             headers={"Retry-After": "5"},
         )
     events = stream_events(request, client, stream_id, terminal_stage, resume_point(after), idle_limit_s)
-    return EventSourceResponse(counted(request, caller, events))
+    return EventSourceResponse(counted(request, caller, annotate(events) if annotate else events))
 
 
 async def counted(

@@ -1,6 +1,7 @@
 """The exact leg: ripgrep finds the hard keywords verbatim in the indexed files.
 
-A keyword matches as a whole word (case-insensitive): "TED" must not hit every "started". Files are
+A keyword matches as a whole word (case-insensitive): "TED" must not hit every "started"; the words
+of a phrase match across any whitespace, so "rye flour" finds a phrase a line break splits. Files are
 ranked by how many distinct keywords and occurrences they hold, and only the best ``limit`` are read
 back from the store: one store query per file, so a keyword common across a large corpus stays cheap.
 Each match (file, byte offset) becomes a character offset in the document's extracted text and is
@@ -13,6 +14,7 @@ dropped rather than guessed at.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -113,7 +115,7 @@ class ExactSearcher:
         command = [
             str(self._rg),
             "--json",
-            "--fixed-strings",
+            "--multiline",
             "--ignore-case",
             "--word-regexp",
             "--no-ignore",
@@ -122,7 +124,7 @@ class ExactSearcher:
             *(f"--glob=*{suffix}" for suffix in sorted(SEARCHED_SUFFIXES)),
         ]
         for keyword in keywords:
-            command += ["-e", keyword]
+            command += ["-e", phrase_pattern(keyword)]
         command += ["--", *search_roots(paths)]
         completed = subprocess.run(command, capture_output=True, timeout=RG_TIMEOUT_S, check=False)
         if completed.returncode not in (0, 1):  # 1 = nothing matched
@@ -154,11 +156,21 @@ class ExactSearcher:
             if chunk is None:
                 continue
             quoted = chunk.text[start - chunk.char_start : start - chunk.char_start + length]
-            if quoted.casefold() != match.keyword.casefold():
+            if folded(quoted) != folded(match.keyword):
                 continue  # the file changed since it was indexed
             tally = tallies.setdefault(chunk.id, ChunkTally(chunk))
             tally.keywords.add(match.keyword.casefold())
             tally.occurrences += 1
+
+
+def phrase_pattern(keyword: str) -> str:
+    """The keyword as a regex of its literal words separated by any whitespace (line breaks too)."""
+    return r"\s+".join(re.escape(word) for word in keyword.split())
+
+
+def folded(text: str) -> str:
+    """Case-folded with every run of whitespace as one space: how a match is compared to its keyword."""
+    return " ".join(text.split()).casefold()
 
 
 def file_rank(path: str, matches: list[FileMatch]) -> tuple[int, int, str]:
@@ -178,7 +190,7 @@ def holding_chunk(chunks: list[Chunk], start: int, length: int) -> Chunk | None:
 
 def parse_matches(output: bytes, keywords: list[str]) -> Iterator[tuple[str, FileMatch]]:
     """(path, match) for every sub-match in ripgrep's JSON lines output."""
-    by_folded = {k.casefold(): k for k in keywords}
+    by_folded = {folded(k): k for k in keywords}
     for line in output.splitlines():
         message = json.loads(line)
         if message.get("type") != "match":
@@ -189,5 +201,5 @@ def parse_matches(output: bytes, keywords: list[str]) -> Iterator[tuple[str, Fil
             continue  # a path that is not UTF-8 cannot be in the manifest
         for sub in data["submatches"]:
             matched = sub["match"].get("text", "")
-            keyword = by_folded.get(matched.casefold(), matched)
+            keyword = by_folded.get(folded(matched), matched)
             yield path, FileMatch(keyword, data["absolute_offset"] + sub["start"], sub["end"] - sub["start"])

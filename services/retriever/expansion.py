@@ -46,13 +46,15 @@ def joins(before: Chunk, after: Chunk) -> bool:
     return after.ordinal == before.ordinal + 1 and after.char_start - before.char_end <= MAX_GAP
 
 
-def expand_neighbours(candidates: list[Candidate], store: VectorStore, k_adjacent: int) -> None:
-    """Set each candidate's ``passage``/``passage_start`` to its chunk stitched with ``k`` neighbours.
+def expand_neighbours(candidates: list[Candidate], store: VectorStore, k_adjacent: int) -> list[Candidate]:
+    """The candidates, in order, each with ``passage``/``passage_start`` set to its chunk stitched with
+    ``k`` neighbours; a candidate whose chunk lies inside a better-ranked candidate's passage is
+    dropped, since that passage already shows its text.
 
     One store read per document fetches the neighbours of all that document's candidates.
     """
     if k_adjacent <= 0:
-        return
+        return candidates
     wanted: dict[str, set[int]] = defaultdict(set)
     for candidate in candidates:
         ordinal = candidate.chunk.ordinal
@@ -66,3 +68,19 @@ def expand_neighbours(candidates: list[Candidate], store: VectorStore, k_adjacen
             c for c in fetched[candidate.chunk.document_id] if abs(c.ordinal - ordinal) <= k_adjacent
         ]
         candidate.passage, candidate.passage_start = stitch(neighbours, candidate.chunk)
+    return without_covered(candidates)
+
+
+def without_covered(candidates: list[Candidate]) -> list[Candidate]:
+    """Drop each candidate whose chunk's span a better-ranked passage of its document already holds."""
+    shown: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    kept: list[Candidate] = []
+    for candidate in candidates:
+        chunk = candidate.chunk
+        spans = shown[chunk.document_id]
+        if any(start <= chunk.char_start and chunk.char_end <= end for start, end in spans):
+            continue
+        start = chunk.char_start if candidate.passage_start is None else candidate.passage_start
+        spans.append((start, start + len(candidate.passage or chunk.text)))
+        kept.append(candidate)
+    return kept

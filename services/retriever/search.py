@@ -124,8 +124,7 @@ class Retriever:
             report.fusion = f"RRF (k={config.rrf_k})"
             fused = reciprocal_rank_fusion(legs, config.rrf_k, config.weights)
         kept = fused[: config.keep]
-        expand_neighbours(kept, self.store, config.k_adjacent)
-        return kept, report
+        return expand_neighbours(kept, self.store, config.k_adjacent), report
 
     def run_legs(
         self, plan: Plan, config: RetrievalConfig, filters: SearchFilters, report: SearchReport

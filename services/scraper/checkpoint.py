@@ -35,10 +35,20 @@ def content_hash(thread: Thread) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def thread_identity(thread: Thread) -> str:
+    """What a scraped and an imported copy of one thread share: the first question, as written
+    (case and spacing aside). Imports carry no Perplexity uuid to match on."""
+    first = thread.turns[0].question if thread.turns else thread.title
+    return " ".join(first.casefold().split())
+
+
 class ThreadRecord(BaseModel):
     hash: str
     path: str
     listing: str = ""
+    identity: str = ""
+    imported: bool = False
+    format: int = Field(default=1, description="the MARKDOWN_FORMAT the file was rendered in")
 
 
 class Checkpoint(BaseModel):
@@ -85,6 +95,13 @@ class CheckpointStore:
 
     def put(self, uuid: str, record: ThreadRecord) -> None:
         self.data.threads[uuid] = record
+
+    def same_thread(self, identity: str, uuid: str) -> str | None:
+        """The uuid of the one other record with this identity (``None`` when none, or ambiguous)."""
+        matches = [
+            u for u, rec in self.data.threads.items() if u != uuid and identity and rec.identity == identity
+        ]
+        return matches[0] if len(matches) == 1 else None
 
     def owner_of(self, relpath: str) -> str | None:
         """The uuid whose file is at ``relpath``, if any (keeps file names unique)."""

@@ -1,6 +1,6 @@
 """Perplexity's REST endpoints, called from inside the logged-in page, with a retry policy.
 
-Requests run as ``fetch(..., {credentials: "include"})`` in the page (SPEC §1) so cookies and the
+Requests run as ``fetch(..., {credentials: "include"})`` in the page so cookies and the
 browser's TLS fingerprint are the real ones. :class:`RetryPolicy` backs off with jitter on 429,
 5xx, network errors and HTML interstitials, honouring ``Retry-After``; 401/403 and Cloudflare
 challenges abort at once, because waiting cannot fix them.
@@ -36,8 +36,9 @@ CHALLENGE_MARKERS = (
 RELOGIN_HINT = "Run `hindsight scrape --login` to log in again in a browser window."
 CHALLENGE_HINT = (
     "Perplexity answered with a Cloudflare challenge page instead of data. Run `hindsight scrape --login` "
-    "to solve it in a visible browser window, or set HINDSIGHT_SCRAPE_HEADLESS=false "
-    "so scraping stays headful."
+    "to solve it in a browser window, then scrape again without --headless (and with "
+    "HINDSIGHT_SCRAPE_HEADLESS unset or false): Cloudflare challenges headless browsers. "
+    "Nothing exported so far is lost; the next run resumes from the checkpoint."
 )
 
 
@@ -123,13 +124,19 @@ class RetryPolicy:
 
 @dataclass
 class PerplexityClient:
-    """Calls ``/rest/...`` with the version the page itself uses, retrying what is worth retrying."""
+    """Calls ``/rest/...`` with the version the page itself uses, retrying what is worth retrying.
+
+    A Cloudflare challenge in answer to a request is handed to ``clear_challenge`` (the session
+    reloads the page and waits the challenge out, or raises :class:`CloudflareChallenge`), then the
+    request is sent again, once; without it, the challenge ends the run.
+    """
 
     transport: Transport
     base_url: str
     policy: RetryPolicy
     api_version: str = DEFAULT_API_VERSION
     sleep: Callable[[float], None] = time.sleep
+    clear_challenge: Callable[[], None] | None = None
 
     def url(self, path: str, params: list[tuple[str, str]] | None = None) -> str:
         query = [*(params or []), ("version", self.api_version), ("source", "default")]
@@ -139,7 +146,16 @@ class PerplexityClient:
         return {"accept": "*/*", "x-app-apiclient": "default", "x-app-apiversion": self.api_version}
 
     def call(self, method: str, url: str, body: Any | None = None, what: str = "") -> Any:
-        what = what or url
+        try:
+            return self._call(method, url, body, what or url)
+        except CloudflareChallenge:
+            if self.clear_challenge is None:
+                raise
+            log.info("%s: Cloudflare challenge; reloading the page to wait it out", what or url)
+            self.clear_challenge()
+            return self._call(method, url, body, what or url)
+
+    def _call(self, method: str, url: str, body: Any | None, what: str) -> Any:
         last = ""
         for attempt in range(self.policy.max_attempts):
             result = self.transport.request(method, url, body, self._headers())

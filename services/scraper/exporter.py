@@ -57,9 +57,15 @@ class LibraryExporter:
                 pacer = Pacer(
                     self.settings.scrape_page_delay_s, self.settings.scrape_page_jitter_s, self.sleep
                 )
-                summaries = discover(session.client, self.settings.scrape_list_page_size, pacer)
+                library = discover(session.client, self.settings.scrape_list_page_size, pacer)
+                summaries = library.threads
                 self.report.discovered = len(summaries)
-                self.progress(f"found {len(summaries)} threads", counts(self.report))
+                claim = (
+                    f" (the listing claims {library.claimed_total})"
+                    if library.claimed_total not in (None, len(summaries))
+                    else ""
+                )
+                self.progress(f"found {len(summaries)} threads{claim}", counts(self.report))
                 for index, summary in enumerate(summaries, start=1):
                     self.export_thread(session, summary, refetch_all)
                     if index % PROGRESS_EVERY == 0:

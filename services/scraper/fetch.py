@@ -11,15 +11,41 @@ from services.scraper.errors import RequestFailed
 
 MAX_PAGES = 50
 PAGE_LIMIT = 100
+# The block use cases the web app asks for when it opens a thread: the server drops every block whose
+# use case is not asked for (without ``workflow_widgets`` a Deep Research or Computer turn loses its
+# ``workflow_root`` block, and with it the answer).
 BLOCK_USE_CASES = (
     "answer_modes",
     "media_items",
+    "inline_entity_cards",
+    "place_widgets",
+    "finance_widgets",
+    "sports_widgets",
+    "news_widgets",
+    "shopping_widgets",
+    "jobs_widgets",
+    "search_result_widgets",
     "inline_images",
     "inline_assets",
     "placeholder_cards",
     "diff_blocks",
-    "workflow_steps",
+    "inline_knowledge_cards",
+    "entity_group_v2",
+    "refinement_filters",
+    "canvas_mode",
+    "maps_preview",
+    "answer_tabs",
+    "price_comparison_widgets",
     "preserve_latex",
+    "generic_onboarding_widgets",
+    "in_context_suggestions",
+    "pending_followups",
+    "inline_claims",
+    "unified_assets",
+    "workflow_steps",
+    "workflow_widgets",
+    "navigation_results",
+    "background_agents",
     "markdown",
 )
 
@@ -31,7 +57,8 @@ class RawThread:
 
 
 def thread_params(cursor: str | None) -> list[tuple[str, str]]:
-    """Schematized flavour, oldest first; later pages replace ``offset`` with the cursor (SPEC §3.3)."""
+    """The schematized flavour, oldest first, as the web app asks for it; later pages replace
+    ``offset`` with the cursor (docs/perplexity.md, "Reading a thread")."""
     params = [
         ("with_parent_info", "true"),
         ("with_schematized_response", "true"),

@@ -1,12 +1,16 @@
-"""Ways in that need no scraping: Perplexity's own export files (SPEC §6).
+"""Ways in that need no scraping: Perplexity's own export files (docs/perplexity.md, "Official exports").
 
-* The bulk data request: one JSON with ``conversations[].entries[]`` (``query``, ``answer``).
-* Per-thread official Markdown: one ``# <query>`` section per turn separated by ``---`` lines,
-  ``[^<turn>_<n>]`` footnotes defined as ``[^<turn>_<n>]: <url>``; long threads arrive as
-  ``Title.md``, ``Title(2).md``, ... and are joined in order.
+* The bulk data request: one JSON with ``conversations[].entries[]`` (``query``, ``answer``); a
+  conversation's space is its collection's title, else its ``collection_uuid``.
+* Per-thread official Markdown: one ``# <query>`` section per turn; turns are split only where a
+  ``---`` line is followed by the next turn's H1 (a rule inside an answer is not a turn);
+  ``[^<turn>_<n>]`` footnotes are defined as ``[^<turn>_<n>]: <url>``. Long threads arrive as
+  ``Title.md`` and ``Title (1).md`` / ``Title(1).md`` / ``Title-1.md`` parts, joined in order, a
+  turn repeated across parts kept once.
 
 Both become :class:`Thread` objects and go through the same writer as scraped threads, so they land
-in the same layout, with the same front matter, hashes and checkpoint.
+in the same layout, with the same front matter, hashes and checkpoint; a thread already scraped is
+not written a second time (see :class:`~services.scraper.writer.ThreadWriter`).
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from services.scraper.writer import ThreadWriter, tally
 from shared.contracts import ExportReport
 
 _NAMESPACE = uuid.UUID("8a3c5f6e-2b1d-4e0f-9a7b-5c4d3e2f1a0b")
-_PART = re.compile(r"^(?P<stem>.+?)\((?P<number>\d+)\)$")
-_TURN_SPLIT = re.compile(r"^\s*-{3,}\s*$", re.MULTILINE)
+_PART = re.compile(r"^(?P<stem>.+?)(?: ?\((?P<paren>\d+)\)|-(?P<dash>\d+))$")
+_TURN_SPLIT = re.compile(r"^[ \t]*-{3,}[ \t]*\n(?=(?:[ \t]*\n)*# )", re.MULTILINE)
 _FOOTNOTE_DEF = re.compile(r"^\[\^(\d+)_(\d+)\]:\s*(.*)$")
 _FOOTNOTE_REF = re.compile(r"\[\^\d+_(\d+)\]")
 _DECORATION = (
@@ -53,7 +57,7 @@ def write_threads(threads: Iterable[Thread], export_dir: Path) -> ExportReport:
     try:
         for thread in threads:
             report.discovered += 1
-            tally(report, *writer.write(thread))
+            tally(report, *writer.write(thread, imported=True))
     finally:
         writer.close()
     return report
@@ -90,7 +94,13 @@ def _conversation_thread(conversation: dict[str, Any], base_url: str) -> Thread:
     return Thread(
         uuid=str(ident or stable_uuid("perplexity-export", str(conversation.get("created_at")), title)),
         title=title,
-        space=str(conversation.get("collection_title") or collection.get("title") or "General"),
+        space=str(
+            conversation.get("collection_title")
+            or collection.get("title")
+            or conversation.get("collection_uuid")
+            or collection.get("uuid")
+            or "General"
+        ),
         slug=slug if isinstance(slug, str) else None,
         url=f"{base_url.rstrip('/')}/search/{slug}" if isinstance(slug, str) and slug else None,
         created=created,
@@ -102,7 +112,7 @@ def _conversation_thread(conversation: dict[str, Any], base_url: str) -> Thread:
 
 
 def threads_from_data_export(path: Path, base_url: str) -> list[Thread]:
-    """Threads of the bulk data-request JSON (SPEC §6.2)."""
+    """Threads of the bulk data-request JSON."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -113,17 +123,21 @@ def threads_from_data_export(path: Path, base_url: str) -> list[Thread]:
     return [_conversation_thread(c, base_url) for c in conversations if isinstance(c, dict)]
 
 
+def _part_of(key: str, stems: set[str]) -> tuple[str, int]:
+    """``Title (1)``, ``Title(1)`` or ``Title-1`` is part 1 of ``Title`` when ``Title.md`` exists."""
+    match = _PART.match(key)
+    if match and match.group("stem").rstrip() in stems:
+        return match.group("stem").rstrip(), int(match.group("paren") or match.group("dash"))
+    return key, 0
+
+
 def group_markdown_parts(directory: Path) -> list[tuple[str, list[Path]]]:
-    """``Title.md``, ``Title(2).md``, ... grouped under ``Title`` (relative), parts in order."""
+    """``Title.md`` and its numbered parts grouped under ``Title`` (relative), parts in order."""
     files = sorted(p for p in directory.rglob("*.md") if p.is_file())
     stems = {p.with_suffix("").relative_to(directory).as_posix() for p in files}
     groups: dict[str, list[tuple[int, Path]]] = {}
     for path in files:
-        key = path.with_suffix("").relative_to(directory).as_posix()
-        match = _PART.match(key)
-        number = 1
-        if match and match.group("stem") in stems:
-            key, number = match.group("stem"), int(match.group("number"))
+        key, number = _part_of(path.with_suffix("").relative_to(directory).as_posix(), stems)
         groups.setdefault(key, []).append((number, path))
     return [(key, [p for _, p in sorted(parts)]) for key, parts in sorted(groups.items())]
 
@@ -166,11 +180,34 @@ def parse_official_turn(section: str) -> Turn | None:
     return Turn(question=question or "Follow-up", answer=answer, sources=sources)
 
 
-def thread_from_official_markdown(key: str, parts: list[Path]) -> Thread:
-    text = "\n\n---\n\n".join(p.read_text(encoding="utf-8") for p in parts)
+def _undecorated(text: str) -> str:
     for pattern in _DECORATION:
         text = pattern.sub("", text)
-    turns = [t for t in map(parse_official_turn, _TURN_SPLIT.split(text)) if t]
+    return text.strip()
+
+
+def join_parts(texts: list[str]) -> str:
+    """The parts as one file: a part that starts with a turn's H1 is a new turn, one that does not
+    continues the previous part's answer."""
+    joined = ""
+    for text in map(_undecorated, texts):
+        separator = "\n\n---\n\n" if text.startswith("# ") else "\n\n"
+        joined = f"{joined}{separator}{text}" if joined else text
+    return joined
+
+
+def _unique_turns(turns: list[Turn]) -> list[Turn]:
+    """Parts may repeat a turn (the last of one part is the first of the next): keep it once."""
+    unique: list[Turn] = []
+    for turn in turns:
+        if turn not in unique:
+            unique.append(turn)
+    return unique
+
+
+def thread_from_official_markdown(key: str, parts: list[Path]) -> Thread:
+    text = join_parts([p.read_text(encoding="utf-8") for p in parts])
+    turns = _unique_turns([t for t in map(parse_official_turn, _TURN_SPLIT.split(text)) if t])
     folder, _, stem = key.rpartition("/")
     return Thread(
         uuid=stable_uuid("perplexity-markdown", key),
@@ -181,7 +218,7 @@ def thread_from_official_markdown(key: str, parts: list[Path]) -> Thread:
 
 
 def threads_from_markdown_dir(directory: Path) -> list[Thread]:
-    """Threads of a folder of per-thread official Markdown exports (SPEC §6.1)."""
+    """Threads of a folder of per-thread official Markdown exports."""
     if not directory.is_dir():
         raise ImportFormatError(f"{directory}: not a folder")
     groups = group_markdown_parts(directory)

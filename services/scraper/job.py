@@ -1,12 +1,20 @@
-"""The ``scrape.run`` job: export, report progress, and hand changed files to the indexer."""
+"""The ``scrape.run`` job: export, report progress, and hand changed files to the indexer.
+
+Its events go to the job's stream under the ``scrape`` stage; the ``done`` event's data carries the
+export's counts and ``index_queued``. When a file changed, the export folder is made a root
+Hindsight may read (if it is not one yet) and ``index.scan`` of it is queued under the same job id,
+so one stream shows the export and then the indexing.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from services.scraper.exporter import counts, export_library
 from shared.contracts import IndexRequest, ScrapeReport, ScrapeRequest
 from shared.events import EventStream
+from shared.index_jobs import register_root
 from shared.settings import Settings
 
 STAGE = "scrape"
@@ -25,13 +33,14 @@ def run_scrape_job(
             refetch_all=request.refetch_all,
             progress=lambda detail, data: events.emit(STAGE, "progress", detail, data=data),
         )
+        queued = export.has_changes
+        if queued:
+            root = register_root(settings, Path(export.export_dir))
+            enqueue_index(IndexRequest(job_id=request.job_id, root=str(root)))
         stage.detail = (
             f"{export.discovered} threads: {export.new} new, {export.changed} changed, "
             f"{export.unchanged} unchanged, {export.gone} gone, {export.failed} failed"
+            + (f"; indexing {len(export.written)} written files" if queued else "; nothing to index")
         )
-        stage.data = {**counts(export), "failures": export.failures}
-    queued = export.has_changes
-    if queued:
-        enqueue_index(IndexRequest(job_id=request.job_id, root=export.export_dir))
-        events.emit(STAGE, "progress", f"queued indexing of {len(export.written)} written files")
+        stage.data = {**counts(export), "failures": export.failures, "index_queued": queued}
     return ScrapeReport(job_id=request.job_id, export=export, index_queued=queued)

@@ -2,19 +2,21 @@
 
 The indexer reads the front matter (title, uuid, space, url, created, updated), so every value is
 written as a JSON string, which is also valid YAML and needs no escaping rules of its own. Each turn
-is a ``##`` section: the question, the answer with its ``[n]`` markers turned into links, and the
-numbered sources those markers point at.
+is a ``##`` section: the question, the answer as written, and the numbered list of the sources its
+``[n]`` markers point at. The markers stay plain text: the indexer indexes this text as it is, and a
+URL inside a sentence would be indexed, embedded and quoted as part of it.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime
 
-from services.scraper.models import Source, Thread, Turn
+from services.scraper.models import Thread, Turn
 
-_MARKER = re.compile(r"\[(\d{1,3})\](?!\()")
+# Raised whenever the rendering changes: files written in an older format are rendered again on the
+# next run, even when neither their listing nor their content moved.
+MARKDOWN_FORMAT = 2
 
 
 def _iso(value: datetime) -> str:
@@ -38,18 +40,6 @@ def front_matter(thread: Thread) -> str:
     return "---\n" + "\n".join(lines) + "\n---\n"
 
 
-def link_markers(answer: str, sources: list[Source]) -> str:
-    """``[2]`` becomes ``[[2]](url)`` when source 2 exists; other brackets stay as written."""
-
-    def replace(match: re.Match[str]) -> str:
-        number = int(match.group(1))
-        if 1 <= number <= len(sources) and sources[number - 1].url:
-            return f"[[{number}]]({sources[number - 1].url})"
-        return match.group(0)
-
-    return _MARKER.sub(replace, answer)
-
-
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -62,7 +52,7 @@ def render_turn(turn: Turn) -> str:
     parts = [f"## {_one_line(turn.question)}"]
     if "\n" in turn.question.strip():
         parts.append("\n".join(f"> {line}" for line in turn.question.strip().splitlines()))
-    parts.append(link_markers(turn.answer, turn.sources) if turn.answer else "_(no answer)_")
+    parts.append(turn.answer or "_(no answer)_")
     if turn.sources:
         listing = [
             f"{n}. [{_escape_link_text(_one_line(s.name) or s.url)}]({s.url})" if s.url else f"{n}. {s.name}"

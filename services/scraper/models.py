@@ -12,7 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class ThreadSummary(BaseModel):
-    """One item of ``list_ask_threads`` / ``list_pinned_ask_threads`` (only the keys we use)."""
+    """One item of ``list_ask_threads`` / ``list_pinned_ask_threads`` (only the keys we use).
+
+    Real items carry no ``is_pinned`` (only the pinned listing implies it) and a ``total_threads``
+    that is capped or inflated, so it is kept for the log only; any key may be ``null``.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
@@ -23,7 +27,9 @@ class ThreadSummary(BaseModel):
     mode: str | None = None
     display_model: str | None = None
     query_count: int | None = None
+    total_threads: int | None = None
     space: str | None = None
+    space_uuid: str | None = None
     is_pinned: bool = False
 
     @property

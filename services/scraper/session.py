@@ -1,17 +1,23 @@
 """The logged-in browser: launch Chromium, reuse or create the saved login, verify it.
 
-The first login happens in a visible window where the user signs in (and solves any Cloudflare
-challenge); the resulting Playwright storage state is saved and reused headless afterwards. Every
-run checks ``/api/auth/session`` before reading anything, so an expired login is reported as such
-instead of producing an empty export.
+The login happens in a visible window where the user signs in (and solves any Cloudflare challenge);
+the resulting Playwright storage state is saved and reused by every scrape. Cloudflare challenges
+headless Chromium, so scrapes are headful too unless asked otherwise; without a desktop (a
+container, a server) the window goes to a virtual display (Xvfb). Login and scrape launch the same
+browser with the same user agent, so the clearance cookie the login earned stays valid. A challenge
+page that shows up anyway is given ``scrape_challenge_wait_s`` to clear by itself (it often does
+within seconds) before the run stops with what to do. Every run checks ``/api/auth/session`` before
+reading anything, so an expired login is reported as such instead of producing an empty export.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,6 +44,8 @@ from shared.settings import Settings
 log = logging.getLogger(__name__)
 
 LAUNCH_ARGS = ["--disable-blink-features=AutomationControlled"]
+VIRTUAL_DISPLAY_SIZE = (1280, 900)
+CHALLENGE_POLL_MS = 500
 SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 READY_TIMEOUT_S = 12.0
 LOGIN_POLL_S = 1.0
@@ -83,6 +91,11 @@ class PageTransport:
 def chromium_executable(settings: Settings, playwright: Playwright) -> str | None:
     """The configured Chromium, else Playwright's own when installed (``None``), else the system's."""
     if settings.chromium_path:
+        if not settings.chromium_path.exists():
+            raise BrowserUnavailable(
+                f"Chromium did not start: there is no {settings.chromium_path} (HINDSIGHT_CHROMIUM_PATH). "
+                "Install Chromium (`apt-get install chromium`) or point HINDSIGHT_CHROMIUM_PATH at it."
+            )
         return str(settings.chromium_path)
     if Path(playwright.chromium.executable_path).exists():
         return None
@@ -96,14 +109,64 @@ def chromium_executable(settings: Settings, playwright: Playwright) -> str | Non
     )
 
 
-def launch(playwright: Playwright, settings: Settings, headless: bool) -> Browser:
-    try:
-        return playwright.chromium.launch(
-            executable_path=chromium_executable(settings, playwright), headless=headless, args=LAUNCH_ARGS
+def user_agent(browser: Browser) -> str:
+    """The user agent of a headful Chromium of this version, for headless and headful runs alike."""
+    return (
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        f"Chrome/{browser.version} Safari/537.36"
+    )
+
+
+def has_desktop() -> bool:
+    """A window can be shown: a DISPLAY is set, or the platform is not one that needs it."""
+    return bool(os.environ.get("DISPLAY")) or sys.platform != "linux"
+
+
+@contextmanager
+def display_env(headless: bool) -> Iterator[dict[str, str | float | bool] | None]:
+    """The environment a headful browser needs: a virtual display (Xvfb) when there is no desktop.
+
+    ``None`` means "the process's own environment" (headless, or a DISPLAY is already set).
+    """
+    if headless or has_desktop():
+        yield None
+        return
+    if not shutil.which("Xvfb"):
+        raise BrowserUnavailable(
+            "A visible browser needs a display and there is none (no DISPLAY, and Xvfb is not installed). "
+            "Install Xvfb (`apt-get install xvfb`), or pass --headless (Cloudflare may then challenge it)."
         )
-    except PlaywrightError as exc:
-        hint = "" if headless else " A visible window needs a desktop session (DISPLAY)."
-        raise BrowserUnavailable(f"Chromium did not start: {exc.message.splitlines()[0]}.{hint}") from exc
+    from pyvirtualdisplay.display import Display
+
+    display = Display(visible=False, size=VIRTUAL_DISPLAY_SIZE, manage_global_env=False)
+    display.start()
+    try:
+        yield {**os.environ, "DISPLAY": display.new_display_var}
+    finally:
+        display.stop()
+
+
+@contextmanager
+def open_browser(playwright: Playwright, settings: Settings, headless: bool) -> Iterator[Browser]:
+    """Chromium, headful on a real or virtual display unless ``headless``; closed on exit."""
+    executable = chromium_executable(settings, playwright)
+    with display_env(headless) as env:
+        try:
+            browser = playwright.chromium.launch(
+                executable_path=executable,
+                headless=headless,
+                args=LAUNCH_ARGS,
+                env=env,
+            )
+        except PlaywrightError as exc:
+            hint = (
+                "" if headless else " A visible window needs a desktop session or Xvfb; or pass --headless."
+            )
+            raise BrowserUnavailable(f"Chromium did not start: {exc.message.splitlines()[0]}.{hint}") from exc
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def session_user(page: Page, settings: Settings) -> dict[str, Any] | None:
@@ -129,10 +192,30 @@ def save_state(context: BrowserContext, path: Path) -> None:
     path.chmod(0o600)
 
 
-def _raise_if_challenge(page: Page) -> None:
-    body = page.content()
-    if is_challenge(HttpResult(status=200, body=f"{page.title()}\n{body}", content_type="text/html")):
-        raise CloudflareChallenge(CHALLENGE_HINT)
+def challenge_showing(page: Page) -> bool:
+    """The page is Cloudflare's challenge (or still navigating away from it)."""
+    try:
+        text = f"{page.title()}\n{page.content()}"
+    except PlaywrightError:
+        return True
+    return is_challenge(HttpResult(status=200, body=text, content_type="text/html"))
+
+
+def wait_out_challenge(page: Page, wait_s: float) -> bool:
+    """Poll title and text while a challenge shows, for up to ``wait_s``; ``True`` if one showed
+    and cleared, ``False`` if none showed; :class:`CloudflareChallenge` if it did not clear."""
+    if not challenge_showing(page):
+        return False
+    log.info("Cloudflare challenge page; waiting up to %.0fs for it to clear", wait_s)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(CHALLENGE_POLL_MS)
+        if not challenge_showing(page):
+            log.info("the challenge cleared")
+            return True
+    raise CloudflareChallenge(
+        f"The Cloudflare challenge did not clear within {wait_s:.0f}s. {CHALLENGE_HINT}"
+    )
 
 
 @dataclass
@@ -153,7 +236,7 @@ class LibraryPage:
             self.ready = True
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
-        """Wait for the page's own ``/rest/userinfo``: before it, listings come back empty (SPEC §2.5)."""
+        """Wait for the page's own ``/rest/userinfo``: before it, listings come back empty."""
         deadline = time.monotonic() + timeout_s
         while not self.ready and time.monotonic() < deadline:
             self.page.wait_for_timeout(100)
@@ -164,15 +247,27 @@ class LibraryPage:
 def open_library(page: Page, settings: Settings) -> LibraryPage:
     library = LibraryPage(page)
     page.on("response", library.on_response)
+    response = goto_library(page, settings)
+    challenged = wait_out_challenge(page, settings.scrape_challenge_wait_s)
+    if not challenged and response is not None and response.status in (401, 403):
+        raise NotLoggedIn(
+            f"{page.url} answered {response.status}; the saved login has expired. {RELOGIN_HINT}"
+        )
+    return library
+
+
+def goto_library(page: Page, settings: Settings) -> Response | None:
     url = f"{settings.perplexity_base_url.rstrip('/')}/library"
     try:
-        response = page.goto(url, wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
+        return page.goto(url, wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
     except PlaywrightError as exc:
         raise BrowserUnavailable(f"Could not open {url}: {exc.message.splitlines()[0]}") from exc
-    _raise_if_challenge(page)
-    if response is not None and response.status in (401, 403):
-        raise NotLoggedIn(f"{url} answered {response.status}; the saved login has expired. {RELOGIN_HINT}")
-    return library
+
+
+def reload_past_challenge(page: Page, settings: Settings) -> None:
+    """Open the library page again and wait out the challenge it shows (mid-run challenges)."""
+    goto_library(page, settings)
+    wait_out_challenge(page, settings.scrape_challenge_wait_s)
 
 
 @dataclass
@@ -184,36 +279,36 @@ class BrowserSession:
 
 @contextmanager
 def scrape_session(settings: Settings) -> Iterator[BrowserSession]:
-    """A headless (unless configured otherwise) browser on ``/library``, logged in with the saved state."""
+    """A browser on ``/library``, logged in with the saved state (headful unless configured not to)."""
     state = settings.perplexity_state_path
     if not state.exists():
         raise NotLoggedIn(f"No saved Perplexity login at {state}. {RELOGIN_HINT}")
-    with sync_playwright() as playwright:
-        browser = launch(playwright, settings, settings.scrape_headless)
-        try:
-            context = browser.new_context(storage_state=str(state))
-            page = context.new_page()
-            library = open_library(page, settings)
-            user = session_user(page, settings)
-            if user is None:
-                raise NotLoggedIn(
-                    f"The saved Perplexity login in {state} has expired (/api/auth/session names no user). "
-                    + RELOGIN_HINT
-                )
-            library.wait_ready()
-            policy = RetryPolicy(
-                settings.scrape_max_attempts, settings.scrape_backoff_base_s, settings.scrape_backoff_max_s
+    with (
+        sync_playwright() as playwright,
+        open_browser(playwright, settings, settings.scrape_headless) as browser,
+    ):
+        context = browser.new_context(storage_state=str(state), user_agent=user_agent(browser))
+        page = context.new_page()
+        library = open_library(page, settings)
+        user = session_user(page, settings)
+        if user is None:
+            raise NotLoggedIn(
+                f"The saved Perplexity login in {state} has expired (/api/auth/session names no user). "
+                + RELOGIN_HINT
             )
-            client = PerplexityClient(
-                PageTransport(page, settings.scrape_timeout_s),
-                settings.perplexity_base_url,
-                policy,
-                api_version=library.api_version,
-            )
-            yield BrowserSession(page=page, client=client, user=user)
-            save_state(context, state)
-        finally:
-            browser.close()
+        library.wait_ready()
+        policy = RetryPolicy(
+            settings.scrape_max_attempts, settings.scrape_backoff_base_s, settings.scrape_backoff_max_s
+        )
+        client = PerplexityClient(
+            PageTransport(page, settings.scrape_timeout_s),
+            settings.perplexity_base_url,
+            policy,
+            api_version=library.api_version,
+            clear_challenge=lambda: reload_past_challenge(page, settings),
+        )
+        yield BrowserSession(page=page, client=client, user=user)
+        save_state(context, state)
 
 
 def interactive_login(
@@ -222,31 +317,41 @@ def interactive_login(
     """Open a browser window on ``/settings``, wait for the user to log in, save the storage state.
 
     ``on_waiting`` runs once the window is open (the CLI prints instructions there). Login is
-    detected by polling ``/api/auth/session`` from whichever tab is on Perplexity's origin.
+    detected by polling ``/api/auth/session`` from whichever tab is on Perplexity's origin. The
+    browser and user agent are the ones scrapes use.
     """
     base = settings.perplexity_base_url.rstrip("/")
     with sync_playwright() as playwright:
-        browser = launch(playwright, settings, headless)
-        try:
-            context = browser.new_context()
-            page = context.new_page()
-            page.goto(
-                f"{base}/settings", wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000
+        chromium_executable(settings, playwright)  # no browser at all is the first thing to say
+        if not headless and not has_desktop():
+            raise BrowserUnavailable(
+                "Logging in needs a browser window you can see, and this machine has no desktop (DISPLAY "
+                "is unset). Run `hindsight scrape --login` on a machine with one, then copy the saved login "
+                f"({settings.perplexity_state_path.name}) to {settings.perplexity_state_path}."
             )
-            on_waiting(page)
-            deadline = time.monotonic() + settings.scrape_login_timeout_s
-            while time.monotonic() < deadline:
-                if not context.pages:
-                    raise NotLoggedIn("The login window was closed before logging in; nothing was saved.")
-                for tab in context.pages:
-                    user = _poll_user(tab, base, settings)
-                    if user:
-                        save_state(context, settings.perplexity_state_path)
-                        return user
-                time.sleep(LOGIN_POLL_S)
-            raise NotLoggedIn(f"No login within {settings.scrape_login_timeout_s:.0f}s; nothing was saved.")
-        finally:
-            browser.close()
+        return _log_in(playwright, settings, on_waiting, headless, base)
+
+
+def _log_in(
+    playwright: Playwright, settings: Settings, on_waiting: Callable[[Page], None], headless: bool, base: str
+) -> dict[str, Any]:
+    """The login window: wait until a tab on Perplexity's origin is logged in, then save the state."""
+    with open_browser(playwright, settings, headless) as browser:
+        context = browser.new_context(user_agent=user_agent(browser))
+        page = context.new_page()
+        page.goto(f"{base}/settings", wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
+        on_waiting(page)
+        deadline = time.monotonic() + settings.scrape_login_timeout_s
+        while time.monotonic() < deadline:
+            if not context.pages:
+                raise NotLoggedIn("The login window was closed before logging in; nothing was saved.")
+            for tab in context.pages:
+                user = _poll_user(tab, base, settings)
+                if user:
+                    save_state(context, settings.perplexity_state_path)
+                    return user
+            time.sleep(LOGIN_POLL_S)
+        raise NotLoggedIn(f"No login within {settings.scrape_login_timeout_s:.0f}s; nothing was saved.")
 
 
 def _poll_user(tab: Page, base: str, settings: Settings) -> dict[str, Any] | None:

@@ -1,13 +1,18 @@
-"""Celery edge of the scraper: validate the payload, run the job, return the report."""
+"""Celery edge of the scraper: validate the payload, run the job, release the run lock, return the
+report. The scheduled sync (``HINDSIGHT_SCRAPE_EVERY``) starts with the worker."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from celery.signals import worker_ready
+
 from services.scraper.job import run_scrape_job
+from services.scraper.schedule import start_scheduled_sync
 from shared.celery_app import app
 from shared.contracts import ScrapeRequest
 from shared.events import EventStream
+from shared.scrape_runs import release_lock
 from shared.settings import get_settings
 from shared.tasking import enqueue_index
 from shared.topology import SCRAPE_RUN
@@ -16,5 +21,13 @@ from shared.topology import SCRAPE_RUN
 @app.task(name=SCRAPE_RUN)
 def run(payload: dict[str, Any]) -> dict[str, Any]:
     request = ScrapeRequest.model_validate(payload)
-    report = run_scrape_job(request, get_settings(), EventStream(request.job_id), enqueue_index)
+    try:
+        report = run_scrape_job(request, get_settings(), EventStream(request.job_id), enqueue_index)
+    finally:
+        release_lock(request.job_id)
     return report.to_payload()
+
+
+@worker_ready.connect
+def _start_schedule(**_: Any) -> None:
+    start_scheduled_sync(get_settings())

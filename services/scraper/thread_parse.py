@@ -1,9 +1,14 @@
 """Turn ``GET /rest/thread/<id>`` responses into a :class:`Thread`.
 
-Perplexity serves two answer shapes (SPEC §4): schematized ``blocks`` (``ask_text`` holds the
-full answer, ``web_results`` the sources) and the older ``text`` field, a JSON string of steps
-whose ``FINAL`` step holds yet another JSON string with ``answer`` and ``web_results``. Both are
-read; blocks win when present.
+Perplexity serves two answer shapes (docs/perplexity.md, "Thread entries"): schematized ``blocks``
+and the older ``text`` field, a JSON string of steps whose ``FINAL`` step holds yet another JSON
+string with ``answer`` and ``web_results``. Both are read; blocks win when present.
+
+In blocks, the answer is ``ask_text`` (its ``ask_text_N_markdown`` sections repeat it), else the
+``answer`` text item of a ``workflow_root`` block (Deep Research, Computer); the sources are the
+``web_results`` block, else the ``sources_answer_mode`` rows (numbered by their ``citation``), else
+the workflow's sources. Answers are normalised for Markdown: ``[label](pplx://...)`` app links
+become their label, and LaTeX ``\\( \\)`` / ``\\[ \\]`` become ``$ $`` / ``$$ $$``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,12 @@ from services.scraper.models import Source, Thread, ThreadSummary, Turn
 JsonObject = dict[str, Any]
 
 _SECTION_USAGE = re.compile(r"^ask_text_(\d+)_markdown$")
+_APP_LINK = re.compile(r"\[([^\]\n]*)\]\(pplx://[^)\s]*\)")
+_INLINE_MATH = re.compile(r"\\\((.+?)\\\)", re.DOTALL)
+_DISPLAY_MATH = re.compile(r"\\\[(.+?)\\\]", re.DOTALL)
+_WORKFLOW_TEXT = "WORKFLOW_ITEM_TEXT"
+_WORKFLOW_SOURCES = "WORKFLOW_ITEM_SOURCES"
+_NOT_ANSWER_VARIANTS = {"thinking", "reasoning", "status"}
 _MIN_ANSWER_CHARS = 30
 _MIN_PLAN_CHARS = 80
 
@@ -62,7 +73,7 @@ def _sources_from(items: Any) -> list[Source]:
     return sources
 
 
-def _block_answer(blocks: list[JsonObject]) -> str:
+def _markdown_answer(blocks: list[JsonObject]) -> str:
     """``ask_text`` alone; the ``ask_text_N_markdown`` sections repeat it, so they are only a fallback."""
     sections: list[tuple[int, str]] = []
     for block in blocks:
@@ -82,11 +93,73 @@ def _block_answer(blocks: list[JsonObject]) -> str:
     return "\n\n".join(unique)
 
 
-def _block_sources(blocks: list[JsonObject]) -> list[Source]:
+def _workflow_items(blocks: list[JsonObject], kind: str) -> list[JsonObject]:
+    """The items of type ``kind`` in every ``workflow_root`` block's steps, in order."""
+    items = []
     for block in blocks:
-        if block.get("intended_usage") == "web_results":
-            return _sources_from((block.get("web_result_block") or {}).get("web_results"))
-    return []
+        if block.get("intended_usage") != "workflow_root":
+            continue
+        steps = (block.get("workflow_block") or {}).get("steps") or []
+        for step in (s for s in steps if isinstance(s, dict)):
+            for item in step.get("items") or []:
+                if isinstance(item, dict) and item.get("type") == kind:
+                    items.append(item.get("payload") or {})
+    return items
+
+
+def _workflow_answer(blocks: list[JsonObject]) -> str:
+    """The workflow's ``answer`` text item (its chunks when ``text`` lags them); else its last text
+    item that is not thinking."""
+    candidates: list[tuple[bool, str]] = []
+    for payload in _workflow_items(blocks, _WORKFLOW_TEXT):
+        text_payload = payload.get("text_payload") or {}
+        chunks = text_payload.get("chunks")
+        text = "".join(map(str, chunks)) if isinstance(chunks, list) and chunks else text_payload.get("text")
+        variant = str(text_payload.get("variant") or payload.get("variant") or "")
+        if isinstance(text, str) and text.strip() and variant not in _NOT_ANSWER_VARIANTS:
+            candidates.append((variant == "answer", text.strip()))
+    answers = [text for is_answer, text in candidates if is_answer]
+    return answers[-1] if answers else (candidates[-1][1] if candidates else "")
+
+
+def _sources_by_citation(rows: Any) -> list[Source]:
+    """``sources_mode_block.rows``: each ``web_result`` sits at its ``citation`` number (1-based)."""
+    numbered: dict[int, Source] = {}
+    unnumbered: list[Source] = []
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict):
+            continue
+        parsed = _sources_from([row.get("web_result") or {}])
+        citation = row.get("citation")
+        if not parsed:
+            continue
+        if isinstance(citation, int) and citation >= 1 and citation not in numbered:
+            numbered[citation] = parsed[0]
+        else:
+            unnumbered.append(parsed[0])
+    sources = [
+        numbered.get(n) or Source(name=f"source {n}", url="") for n in range(1, max(numbered, default=0) + 1)
+    ]
+    return sources + unnumbered
+
+
+def _block_sources(blocks: list[JsonObject]) -> list[Source]:
+    by_usage = {str(b.get("intended_usage")): b for b in blocks}
+    web = (by_usage.get("web_results") or {}).get("web_result_block") or {}
+    sources = _sources_from(web.get("web_results"))
+    mode = (by_usage.get("sources_answer_mode") or {}).get("sources_mode_block") or {}
+    sources = sources or _sources_by_citation(mode.get("rows")) or _sources_from(mode.get("web_results"))
+    if not sources:
+        for payload in _workflow_items(blocks, _WORKFLOW_SOURCES):
+            sources.extend(_sources_from((payload.get("sources_payload") or {}).get("sources")))
+    return sources
+
+
+def normalise_answer(answer: str) -> str:
+    """``[label](pplx://...)`` links become their label; LaTeX delimiters become Markdown math."""
+    answer = _APP_LINK.sub(lambda m: m.group(1), answer)
+    answer = _DISPLAY_MATH.sub(lambda m: f"$${m.group(1).strip()}$$", answer)
+    return _INLINE_MATH.sub(lambda m: f"${m.group(1).strip()}$", answer)
 
 
 def _steps(entry: JsonObject) -> list[JsonObject]:
@@ -111,7 +184,8 @@ def _longest_string(payload: JsonObject) -> str:
 
 
 def _text_answer(entry: JsonObject, steps: list[JsonObject]) -> tuple[str, list[Source]]:
-    """The answer and sources of the ``text`` flavour, tolerating the simplified variant (SPEC §4.2)."""
+    """The answer and sources of the ``text`` flavour, tolerating the simplified variant in which
+    ``text`` is the answer itself and ``answer`` a JSON string beside it."""
     payload = _final_payload(steps)
     if payload is not None:
         answer = payload["answer"] if isinstance(payload.get("answer"), str) else _longest_string(payload)
@@ -150,12 +224,14 @@ def _question(entry: JsonObject, steps: list[JsonObject]) -> str:
 def parse_turn(entry: JsonObject) -> Turn:
     steps = _steps(entry)
     blocks = [b for b in entry.get("blocks") or [] if isinstance(b, dict)]
-    answer, sources = _block_answer(blocks), _block_sources(blocks)
+    answer = _markdown_answer(blocks) or _workflow_answer(blocks)
+    sources = _block_sources(blocks)
     if not answer or not sources:
         text_answer, text_sources = _text_answer(entry, steps)
         answer = answer or text_answer
         sources = sources or text_sources
-    return Turn(question=_question(entry, steps), answer=answer or _plan_answer(entry), sources=sources)
+    answer = normalise_answer(answer or _plan_answer(entry))
+    return Turn(question=_question(entry, steps), answer=answer, sources=sources)
 
 
 def _entry_key(entry: JsonObject) -> str | None:

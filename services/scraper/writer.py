@@ -1,13 +1,25 @@
-"""Write a thread's Markdown only when its content hash differs from the checkpoint's."""
+"""Write a thread's Markdown only when its content hash differs from the checkpoint's.
+
+A thread both scraped and imported is one file: an import whose thread was already scraped (same
+first question, see :func:`~services.scraper.checkpoint.thread_identity`) is left alone, since the
+scraped copy carries the real uuid, URL and sources; a scrape of a thread first imported takes over
+the imported file's record and replaces the file.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
 
-from services.scraper.checkpoint import CheckpointStore, ThreadRecord, content_hash, write_atomic
+from services.scraper.checkpoint import (
+    CheckpointStore,
+    ThreadRecord,
+    content_hash,
+    thread_identity,
+    write_atomic,
+)
 from services.scraper.filenames import thread_relpath
-from services.scraper.markdown import render_thread
+from services.scraper.markdown import MARKDOWN_FORMAT, render_thread
 from services.scraper.models import Thread
 from shared.contracts import ExportReport
 
@@ -40,10 +52,15 @@ class ThreadWriter:
         return relpath
 
     def is_current(self, uuid: str, listing: str) -> bool:
-        """The listing shows no change since the last write, and the file is still there."""
+        """The listing shows no change since the last write, whose file is still there in the current
+        format."""
         record = self.checkpoint.get(uuid)
         return bool(
-            record and listing and record.listing == listing and (self.export_dir / record.path).exists()
+            record
+            and listing
+            and record.listing == listing
+            and record.format == MARKDOWN_FORMAT
+            and (self.export_dir / record.path).exists()
         )
 
     def known_gone(self, uuid: str, listing: str) -> bool:
@@ -54,20 +71,42 @@ class ThreadWriter:
         self.checkpoint.data.gone[uuid] = listing
         self._note_change()
 
-    def write(self, thread: Thread, listing: str = "") -> tuple[WriteOutcome, str]:
+    def _other_copy(self, thread: Thread, identity: str) -> tuple[str, ThreadRecord] | None:
+        """The uuid and record of the one other copy of this thread, if any."""
+        other = self.checkpoint.same_thread(identity, thread.uuid)
+        return (other, self.checkpoint.data.threads[other]) if other else None
+
+    def write(self, thread: Thread, listing: str = "", *, imported: bool = False) -> tuple[WriteOutcome, str]:
         """Write the thread if it changed; returns the outcome and the file's relative path."""
         digest = content_hash(thread)
+        identity = thread_identity(thread)
         record = self.checkpoint.get(thread.uuid)
+        other = None if record else self._other_copy(thread, identity)
+        if other and imported and not other[1].imported:
+            return WriteOutcome.UNCHANGED, other[1].path  # already scraped: the scraped copy stays
+        if other and not imported and other[1].imported:
+            record = self.checkpoint.data.threads.pop(other[0])  # scraped now: it replaces the import
+            self._note_change()
         relpath = self._relpath(thread)
-        if record and record.hash == digest and (self.export_dir / record.path).exists():
-            if record.listing != listing:
-                self.checkpoint.put(thread.uuid, record.model_copy(update={"listing": listing}))
+        fresh = ThreadRecord(
+            hash=digest,
+            path=relpath,
+            listing=listing,
+            identity=identity,
+            imported=imported,
+            format=MARKDOWN_FORMAT,
+        )
+        current = record and record.hash == digest and record.format == MARKDOWN_FORMAT
+        if record and current and (self.export_dir / record.path).exists():
+            kept = fresh.model_copy(update={"path": record.path})
+            if kept != record or self.checkpoint.get(thread.uuid) is None:
+                self.checkpoint.put(thread.uuid, kept)
                 self._note_change()
             return WriteOutcome.UNCHANGED, record.path
         write_atomic(self.export_dir / relpath, render_thread(thread).encode("utf-8"))
         if record and record.path != relpath:
             (self.export_dir / record.path).unlink(missing_ok=True)
-        self.checkpoint.put(thread.uuid, ThreadRecord(hash=digest, path=relpath, listing=listing))
+        self.checkpoint.put(thread.uuid, fresh)
         self.checkpoint.data.gone.pop(thread.uuid, None)
         self._note_change()
         return (WriteOutcome.CHANGED if record else WriteOutcome.NEW), relpath

@@ -1,7 +1,14 @@
-"""Resolve facts to numbered citations whose spans are checked verbatim against the chunk text."""
+"""Resolve facts to numbered citations in the cited file's own coordinates, checked against the file.
+
+A fact's quote offset counts in the indexed text; the citation's counts in the file as loaded (front
+matter included), with the line and column there, and ``verified`` says the file holds exactly the
+quote at that span. A file that cannot be read as text (PDF, HTML, gone) keeps the indexed offsets and
+is checked against the passage the fact came from.
+"""
 
 from __future__ import annotations
 
+from services.synthesizer.source_files import read_source
 from shared.contracts import Candidate, Citation, Fact
 
 
@@ -13,7 +20,7 @@ def quote_found(candidate: Candidate, quote: str, quote_start: int) -> bool:
 
 def cite(number: int, fact: Fact, candidate: Candidate) -> Citation:
     chunk = candidate.chunk
-    return Citation(
+    citation = Citation(
         number=number,
         document_id=chunk.document_id,
         chunk_id=chunk.id,
@@ -24,4 +31,19 @@ def cite(number: int, fact: Fact, candidate: Candidate) -> Citation:
         char_end=fact.quote_start + len(fact.quote),
         quote=fact.quote,
         verified=quote_found(candidate, fact.quote, fact.quote_start),
+    )
+    source = read_source(chunk.source_uri, chunk.kind)
+    if source is None:
+        return citation
+    start = source.body_start + fact.quote_start
+    end = start + len(fact.quote)
+    line, column = source.line_and_column(start)
+    return citation.model_copy(
+        update={
+            "char_start": start,
+            "char_end": end,
+            "line": line,
+            "column": column,
+            "verified": source.text[start:end] == fact.quote,
+        }
     )

@@ -8,7 +8,7 @@ best raw snippet, so a weak or flaky model degrades the answer instead of breaki
 
 from __future__ import annotations
 
-from services.synthesizer.extractive import best_snippet, one_per_title
+from services.synthesizer.extractive import best_snippet, one_per_document
 from services.synthesizer.llm_schemas import FactDraft, MapReply
 from services.synthesizer.prompts import map_messages
 from services.synthesizer.quotes import locate_quote
@@ -70,7 +70,11 @@ def llm_extract_facts(batch: MapBatch, llm: LLM, max_chars: int, max_facts: int)
         else:
             facts.append(fact)
     if facts:
-        return MapResult(batch_index=batch.batch_index, facts=one_per_title(facts), skipped_entries=skipped)
+        return MapResult(
+            batch_index=batch.batch_index,
+            facts=one_per_document(facts, batch.candidates),
+            skipped_entries=skipped,
+        )
     fallback = best_snippet(batch.question, batch.candidates)
     return MapResult(
         batch_index=batch.batch_index,

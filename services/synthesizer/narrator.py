@@ -57,15 +57,12 @@ def narrate_with_llm(question: str, facts: list[Fact], llm: LLM) -> tuple[list[C
 
 
 def narrate_extractively(facts: list[Fact]) -> list[Claim]:
-    """Each fact's quote, grouped by source title in order of each source's best fact.
+    """Each fact's quote, in the order the facts were selected, its wrapped lines joined.
 
     The quote, not the fact's wording: when an LLM's narration failed, its paraphrases are not
     trusted either, and the passage's own words need no model to be right.
     """
-    order: dict[str, list[int]] = {}
-    for index, fact in enumerate(facts):
-        order.setdefault(fact.source_title, []).append(index)
-    return [Claim(clean_sentence(facts[i].quote), (i,)) for indices in order.values() for i in indices]
+    return [Claim(clean_sentence(fact.quote), (i,)) for i, fact in enumerate(facts)]
 
 
 def render(claims: list[Claim], numbers: dict[int, int]) -> str:

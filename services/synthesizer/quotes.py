@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from services.synthesizer.text_support import sentences, support
+from services.synthesizer.segmentation import segment
+from services.synthesizer.text_support import support
 
 MIN_SENTENCE_OVERLAP = 0.6
 MIN_QUOTE_CHARS = 40
@@ -42,14 +43,13 @@ def locate_quote(passage: str, quote: str) -> Span | None:
     span = locate_span(passage, quote)
     if span is None or span.end - span.start >= MIN_QUOTE_CHARS:
         return span
-    for sentence in sentences(passage):
-        end = sentence.start + len(sentence.text)
+    for sentence in segment(passage):
         if (
             sentence.start <= span.start
-            and span.end <= end
-            and (sentence.start, end) != (span.start, span.end)
+            and span.end <= sentence.end
+            and (sentence.start, sentence.end) != (span.start, span.end)
         ):
-            return Span(sentence.start, end, f"{span.how}+sentence")
+            return Span(sentence.start, sentence.end, f"{span.how}+sentence")
     return span
 
 
@@ -66,10 +66,10 @@ def locate_span(passage: str, quote: str) -> Span | None:
     if found >= 0:
         last = offsets[found + len(normal_quote) - 1]
         return Span(offsets[found], last + 1, "normalised")
-    scored = [(support(quote, s.text), s) for s in sentences(passage)]
+    scored = [(support(quote, s.text), s) for s in segment(passage)]
     if not scored:
         return None
     overlap, best = max(scored, key=lambda pair: pair[0])
     if overlap < MIN_SENTENCE_OVERLAP:
         return None
-    return Span(best.start, best.start + len(best.text), "sentence")
+    return Span(best.start, best.end, "sentence")

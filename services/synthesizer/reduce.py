@@ -1,4 +1,8 @@
-"""Reduce: mapped facts → filter → one per source → fit the budget → narrate → verify → cite.
+"""Reduce: mapped facts → select → fit the budget → narrate → verify → cite.
+
+Without an LLM the selection is ``answer_selection``'s (the best sentence, one per unanswered part of
+the question, no near-duplicates); with one, facts loosely relevant to the question, the best per
+document. When no sentence survives, the answer says so and names the closest sources instead.
 
 Citations are numbered in order of first appearance among the sentences that survived verification,
 so every ``[n]`` in the answer resolves to exactly one citation and no citation goes unused.
@@ -8,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from services.synthesizer.answer_selection import select_answer_facts
 from services.synthesizer.citations import cite
 from services.synthesizer.fact_selection import best_per_source, compress, relevance_gate
 from services.synthesizer.narrator import Claim, narrate_extractively, narrate_with_llm, render
@@ -27,6 +32,7 @@ from shared.settings import Settings
 
 PREVIEW_CHARS = 160
 NO_ANSWER = "No passage in the indexed sources answers this question."
+CLOSEST_SOURCES = 3
 
 
 @dataclass(frozen=True)
@@ -68,15 +74,32 @@ def sources_explored(candidates: list[Candidate]) -> list[SourcePreview]:
         if chunk.document_id not in seen:
             preview = " ".join(chunk.text.split())[:PREVIEW_CHARS]
             seen[chunk.document_id] = SourcePreview(
-                title=chunk.title, source_uri=chunk.source_uri, preview=preview
+                title=chunk.title,
+                source_uri=chunk.source_uri,
+                preview=preview,
+                kind=chunk.kind,
+                space=chunk.space,
+                document_date=chunk.document_date,
             )
     return list(seen.values())
 
 
-def select_facts(state: RerankedQuestion, results: list[MapResult], limits: ReduceLimits) -> list[Fact]:
+def nothing_found(sources: list[SourcePreview]) -> str:
+    """The plain "nothing found" answer, with the closest sources a reader may open instead."""
+    if not sources:
+        return NO_ANSWER
+    closest = "\n".join(f"- {s.title} (`{s.source_uri}`)" for s in sources[:CLOSEST_SOURCES])
+    return f"{NO_ANSWER} The closest sources found:\n\n{closest}"
+
+
+def select_facts(
+    state: RerankedQuestion, results: list[MapResult], limits: ReduceLimits, extractive: bool
+) -> list[Fact]:
     by_chunk = {c.chunk.id: c for c in state.candidates}
     facts = [fact for result in results for fact in result.facts if fact.chunk_id in by_chunk]
     document_of = {chunk_id: c.chunk.document_id for chunk_id, c in by_chunk.items()}
+    if extractive:
+        return select_answer_facts(state.question, facts, document_of)[: limits.max_facts]
     return best_per_source(relevance_gate(facts), document_of)[: limits.max_facts]
 
 
@@ -118,7 +141,8 @@ def synthesize_answer(
     state: RerankedQuestion, results: list[MapResult], llm: LLM | None, limits: ReduceLimits
 ) -> tuple[Answer, ReduceReport]:
     by_chunk = {c.chunk.id: c for c in state.candidates}
-    facts = compress(select_facts(state, results, limits), limits.token_budget, llm, limits.compress_calls)
+    selected = select_facts(state, results, limits, extractive=llm is None)
+    facts = compress(selected, limits.token_budget, llm, limits.compress_calls)
     claims, dropped, by_llm = narrate(state.question, facts, llm)
     verifier = Verifier(facts, by_chunk, llm, limits.max_llm_claims, limits.self_correct)
     checked = verifier.check(claims)
@@ -128,13 +152,14 @@ def synthesize_answer(
         by_llm = False
     kept = [c for c in checked if c.supported]
     numbers, citations = number_citations(kept, facts, by_chunk)
+    sources = sources_explored(state.candidates)
     answer = Answer(
         question_id=state.question_id,
         question=state.question,
-        markdown=render([c.claim for c in kept], numbers) if kept else NO_ANSWER,
+        markdown=render([c.claim for c in kept], numbers) if kept else nothing_found(sources),
         citations=citations,
         verdicts=[verdict(c, numbers) for c in checked],
-        sources_explored=sources_explored(state.candidates),
+        sources_explored=sources,
         mode="llm" if by_llm else "extractive",
     )
     report = ReduceReport(

@@ -10,7 +10,7 @@ from services.synthesizer.llm_map import llm_extract_facts
 from services.synthesizer.reduce import ReduceLimits, synthesize_answer
 from shared.contracts import Answer, MapBatch, MapResult, RerankedQuestion
 from shared.events import StageReport
-from shared.interfaces import LLM
+from shared.interfaces import LLM, Embedder
 from shared.settings import Settings
 
 
@@ -23,16 +23,17 @@ def split_into_batches(reranked: RerankedQuestion, size: int) -> list[MapBatch]:
             question=reranked.question,
             batch_index=index,
             candidates=candidates[start : start + size],
+            first_rank=start,
         )
         for index, start in enumerate(range(0, len(candidates), size))
     ]
 
 
-def map_batch(batch: MapBatch, llm: LLM | None, settings: Settings) -> MapResult:
+def map_batch(batch: MapBatch, llm: LLM | None, embedder: Embedder | None, settings: Settings) -> MapResult:
     """The facts of one batch, each with the exact quote it rests on: the LLM's, or without one the
-    best-matching sentences."""
+    best-scoring whole sentences (scored with ``embedder``)."""
     if llm is None:
-        return extract_facts(batch)
+        return extract_facts(batch, embedder)
     return llm_extract_facts(batch, llm, settings.map_passage_chars, settings.map_max_facts)
 
 

@@ -4,23 +4,43 @@ stages (``sweep_step``)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any
 
 from celery import Task
+from celery.signals import worker_process_init
 
 from services.synthesizer.chord import map_chord
 from services.synthesizer.reduce import ReduceLimits
 from services.synthesizer.stages import map_batch, reduce, split_into_batches
 from services.synthesizer.stalls import MapStage, forget_stage, record_stage, touch_stage
 from services.synthesizer.sweep_step import ResumeStalledStages
-from shared.backends import get_llm
+from shared.backends import get_embedder, get_llm
 from shared.celery_app import app
 from shared.contracts import MapBatch, MapResult, RerankedQuestion
 from shared.events import EventStream, fail_question, redis_client, store_answer
+from shared.interfaces import Embedder
 from shared.settings import get_settings
 from shared.topology import SYNTHESIZE_FAN_OUT, SYNTHESIZE_MAP, SYNTHESIZE_REDUCE
+
+log = logging.getLogger(__name__)
+
+
+def map_embedder() -> Embedder | None:
+    """The embedder the extractive map scores sentences with; none when an LLM does the map."""
+    return get_embedder() if get_settings().llm == "none" else None
+
+
+@worker_process_init.connect
+def _load_models(**_: Any) -> None:
+    """A worker process of the extractive mode loads its embedder before its first batch, so the
+    first question's map does not spend its time loading it."""
+    try:
+        map_embedder()
+    except Exception:  # the first task reports it to its question; the worker must still start
+        log.exception("the synthesizer's models did not load")
 
 
 @app.task(name=SYNTHESIZE_FAN_OUT, bind=True)
@@ -43,7 +63,7 @@ def map_task(payload: dict[str, Any]) -> dict[str, Any]:
     batch = MapBatch.model_validate(payload)
     start = time.perf_counter()
     try:
-        result = map_batch(batch, get_llm(), get_settings())
+        result = map_batch(batch, get_llm(), map_embedder(), get_settings())
     except Exception as exc:
         fail_question(batch.question_id, f"map batch {batch.batch_index} failed: {type(exc).__name__}: {exc}")
         raise

@@ -1,11 +1,9 @@
-"""Lexical tools of the extractive mode: sentences with their spans, and word-overlap support."""
+"""Lexical tools of the synthesizer: content words and word-overlap support."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)", re.MULTILINE)
 WORD = re.compile(r"[A-Za-z0-9_]+")
 STOP_WORDS = frozenset(
     [
@@ -56,33 +54,8 @@ STOP_WORDS = frozenset(
         "so",
     ]
 )
-MIN_SENTENCE_CHARS = 20
 SOURCE_MARKER = re.compile(r"\s*\[\d+\]")
 CHARS_PER_TOKEN = 4
-
-
-@dataclass(frozen=True)
-class Sentence:
-    text: str
-    start: int
-    heading: bool = False
-
-    @property
-    def is_statement(self) -> bool:
-        """A claim a fact can rest on: not a heading, not a question."""
-        return not self.heading and not self.text.endswith("?")
-
-
-def sentences(text: str) -> list[Sentence]:
-    """Sentences of ``text`` with their offsets, stripped of surrounding whitespace and markup."""
-    found = []
-    for match in SENTENCE.finditer(text):
-        raw = match.group(0)
-        stripped = raw.strip().lstrip("#>*- ").strip()
-        if len(stripped) >= MIN_SENTENCE_CHARS:
-            heading = raw.lstrip().startswith("#")
-            found.append(Sentence(stripped, match.start() + raw.index(stripped), heading))
-    return found
 
 
 def content_words(text: str) -> set[str]:

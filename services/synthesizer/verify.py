@@ -53,8 +53,12 @@ class Verifier:
         return blocks
 
     def lexical_score(self, text: str, claim: Claim) -> float:
-        """Support of the sentence by the text of the chunks it cites (not by its own quote)."""
-        return max(support(text, self.by_chunk[self.facts[i].chunk_id].text) for i in claim.facts)
+        """Support of the sentence by the passages it cites or by their quotes (a quote may run past
+        its passage to finish a sentence the chunk boundary cut, and is checked against the file)."""
+        return max(
+            max(support(text, self.by_chunk[self.facts[i].chunk_id].text), support(text, self.facts[i].quote))
+            for i in claim.facts
+        )
 
     def judge(self, text: str, claim: Claim, use_llm: bool) -> tuple[bool, float, Literal["lexical", "llm"]]:
         score = self.lexical_score(text, claim)

@@ -1,10 +1,12 @@
-"""``hindsight repl`` driven through a real pseudo-terminal: start the stack, index, ask, reset, stop.
+"""``hindsight repl`` driven through a real pseudo-terminal: start the stack, index, ask, reset, stop;
+while the stack is up, ``ask --json`` and ``search --json`` as a script would call them.
 
 The stack is the real local one (Redis, Celery workers, gateway as processes) on its own ports.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -51,12 +53,12 @@ def test_repl_menu_runs_the_whole_local_workflow(tmp_path: Path) -> None:
         repl.expect(r"scanned 4: 4 new", timeout=120)
         repl.expect("choose")
 
-        repl.sendline("1")
-        repl.expect("question")
-        repl.sendline("What is my sourdough starter called?")
+        repl.sendline("What is my sourdough starter called?")  # not a menu key: it is asked
         repl.expect("citations", timeout=120)
         repl.expect(r"\[1\] ")
         repl.expect("choose")
+
+        _scripts_get_json(env, samples)
 
         repl.sendline("7")
         repl.expect(r"delete the index\?")
@@ -82,6 +84,33 @@ def test_repl_menu_runs_the_whole_local_workflow(tmp_path: Path) -> None:
         if repl.isalive():
             repl.terminate(force=True)
         _stop_stack(env)
+
+
+def _scripts_get_json(env: dict[str, str], samples: Path) -> None:
+    """``--json`` prints only JSON; the exact search finds a phrase a line break splits, and neighbour
+    expansion never returns one passage twice."""
+    answer = json.loads(_hindsight(env, "ask", "--json", "What is my sourdough starter called?"))
+    assert "Clint" in answer["markdown"] and answer["citations"]
+    found = json.loads(_hindsight(env, "search", "--json", "--mode", "exact", "rye flour"))
+    assert found["candidates"][0]["chunk"]["source_uri"] == str(samples / "notes" / "sourdough.md")
+    status = " ".join(_hindsight(env, "status").split())
+    assert "documents │ 4" in status and f"{samples} — 4 documents, not watched" in status
+    widened = json.loads(_hindsight(env, "search", "--json", "--k-adjacent", "1", "cold retard hydration"))
+    passages = [c["passage"] for c in widened["candidates"]]
+    assert passages and len(passages) == len(set(passages))
+
+
+def _hindsight(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
 
 
 def _stop_stack(env: dict[str, str]) -> None:

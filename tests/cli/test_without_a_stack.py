@@ -45,5 +45,5 @@ def test_a_command_that_needs_the_gateway_says_it_is_unreachable_without_a_trace
     command = [sys.executable, "-m", "cli.main", "ask", "what is npm?"]
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
-    assert "gateway unreachable" in result.stdout and "hindsight up" in result.stdout
+    assert "Hindsight isn't running — start it with `hindsight up`" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr

@@ -67,6 +67,8 @@ def gateway(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         HINDSIGHT_BACKPRESSURE_RETRY_AFTER_S="7",
         HINDSIGHT_MAX_REQUEST_BYTES="4096",
         HINDSIGHT_MAX_QUESTION_CHARS="300",
+        # No worker runs beside this gateway: its questions are queued, as with workers started on demand.
+        HINDSIGHT_REFUSE_WITHOUT_WORKERS="false",
     )
     process = start_gateway(env, data_dir / "gateway.log")
     url = f"http://127.0.0.1:{port}"

@@ -118,7 +118,7 @@ def test_event_stream_resumes_after_last_event_id(stack: Stack) -> None:
     assert [entry_id for entry_id, _ in resumed] == [entry_id for entry_id, _ in first[plan_done + 1 :]]
 
 
-def test_citation_evidence_shows_the_quote_inside_its_source_text(stack: Stack) -> None:
+def test_citation_evidence_highlights_the_cited_span_of_its_source_file(stack: Stack) -> None:
     with stack.client() as client:
         accepted = client.post("/v1/questions", json={"question": QUESTION}).json()
         answer = sse_events(client, accepted["events_url"])[-1][1].data["answer"]
@@ -129,6 +129,11 @@ def test_citation_evidence_shows_the_quote_inside_its_source_text(stack: Stack) 
     assert evidence["located"] is True
     assert evidence["quote"] == citation["quote"]
     assert evidence["before"] + evidence["quote"] + evidence["after"] in source
+    assert (
+        source[citation["char_start"] - len(evidence["before"]) : citation["char_start"]]
+        == evidence["before"]
+    )
+    assert evidence["line"] == citation["line"] == source.count("\n", 0, citation["char_start"]) + 1
     assert missing.status_code == 404
 
 

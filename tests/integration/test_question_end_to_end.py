@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.actions.ask import citation_line
 from cli.client import GatewayClient
 from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, wait_until
@@ -87,8 +88,38 @@ def test_answer_cites_the_one_passage_holding_the_planted_fact(stack: tuple[Gate
     assert Path(citation.source_uri).name == PLANTED_FILE
     assert f"[{citation.number}]" in answer.markdown
     assert citation.verified
-    _, _, body = (corpus / PLANTED_FILE).read_text().split("---\n", 2)  # spans index the body
-    assert body[citation.char_start : citation.char_end] == citation.quote
+    text = (corpus / PLANTED_FILE).read_text()  # spans count in the file, front matter included
+    assert text[citation.char_start : citation.char_end] == citation.quote
+    assert citation.line == text.count("\n", 0, citation.char_start) + 1
+
+
+def asked(client: GatewayClient, question: str) -> Answer:
+    events = list(client.question_events(client.ask(question)))
+    assert events[-1].stage == "answer" and events[-1].status == "done", events[-1]
+    return Answer.model_validate(events[-1].data["answer"])
+
+
+def test_the_demo_questions_are_answered_in_whole_sentences_cited_at_path_and_line(
+    stack: tuple[GatewayClient, Path], tmp_path: Path
+) -> None:
+    client, _ = stack
+    samples = tmp_path / "samples"
+    shutil.copytree(REPO / "samples", samples)
+    index_and_wait(client, samples)
+    feeding = "It lives in the fridge and gets fed every Sunday with equal weights of rye flour and water."
+
+    both = asked(client, "What is my sourdough starter called and how often is it fed?")
+    said = " ".join(both.markdown.split())
+    assert "My starter is called Clint." in said and feeding.rstrip(".") in said, both.markdown
+
+    rephrased = asked(client, "How often is the starter fed, and with what flour?")
+    assert feeding.rstrip(".") in " ".join(rephrased.markdown.split()), rephrased.markdown
+
+    for citation in both.citations + rephrased.citations:
+        text = Path(citation.source_uri).read_text()
+        assert citation.verified and text[citation.char_start : citation.char_end] == citation.quote
+        assert citation.line == text.count("\n", 0, citation.char_start) + 1
+        assert f"{citation.source_uri}:{citation.line}" in citation_line(citation)
 
 
 def test_reindexing_an_unchanged_folder_embeds_nothing(stack: tuple[GatewayClient, Path]) -> None:

@@ -60,5 +60,13 @@ def test_expansion_at_a_documents_edge_takes_only_the_existing_neighbour(corpus)
     assert candidate.passage == body[chunks[0].char_start : chunks[1].char_end]
 
 
+def test_a_candidate_inside_a_better_ranked_passage_is_not_returned_twice(corpus) -> None:
+    chunks = corpus.chunks["python/gil.md"]
+    better, inside = collect({"dense:0": [_hit(chunks[1]), _hit(chunks[2])]}).values()
+    kept = expand_neighbours([better, inside], corpus.store, k_adjacent=1)
+    assert kept == [better]
+    assert chunks[2].text in better.passage
+
+
 def _hit(chunk: Chunk) -> Hit:
     return Hit(chunk=chunk, score=1.0)

@@ -57,6 +57,12 @@ def test_exact_leg_matches_whole_words_only(corpus, exact) -> None:
     assert exact.search(["sourdough"], 10)[0].chunk.source_uri.endswith("bread.md")
 
 
+def test_exact_leg_finds_a_phrase_a_line_break_splits(corpus, exact) -> None:
+    hits = exact.search(["starter daily"], 10)  # "Feed the starter\ndaily with equal weights"
+    assert [h.chunk.source_uri for h in hits][:1] == [str(corpus.path("cooking/bread.md"))]
+    assert exact.search(["starter   weekly"], 10) == []
+
+
 def test_exact_leg_reads_back_only_the_files_holding_the_most_keywords(corpus, exact) -> None:
     everywhere = exact.search(["the"], 50)
     assert len({hit.chunk.source_uri for hit in everywhere}) > 2, "a word found in many files"

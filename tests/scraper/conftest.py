@@ -1,4 +1,4 @@
-"""Fixtures: a replay server on 127.0.0.1 (SPEC §8), settings pointing at it, a saved login."""
+"""Fixtures: a replay server on 127.0.0.1, settings pointing at it, a saved login."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from shared.settings import Settings
-from tests.scraper.replay_server import COOKIE, ReplayEntry, ReplayLibrary, ReplayServer, ReplayThread
+from testing.perplexity_replay import COOKIE, ReplayEntry, ReplayLibrary, ReplayServer, ReplayThread
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -163,6 +163,7 @@ def settings(tmp_path: Path, replay: ReplayServer) -> Settings:
         scrape_backoff_max_s=0.05,
         scrape_timeout_s=10.0,
         scrape_login_timeout_s=10.0,
+        scrape_challenge_wait_s=2.0,
     )
 
 

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from cli.main import import_app, scrape_app
 from shared.settings import get_settings
+from tests.scraper.conftest import CHROMIUM
 from tests.scraper.test_imports import data_export
 
 
@@ -48,3 +49,17 @@ def test_scrape_without_a_usable_browser_says_what_to_install(env: Path) -> None
 
     assert result.exit_code == 1
     assert "Chromium did not start" in result.output
+
+
+def test_logging_in_without_a_desktop_says_where_to_log_in_instead(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.setenv("HINDSIGHT_CHROMIUM_PATH", CHROMIUM)
+    get_settings.cache_clear()
+
+    result = CliRunner().invoke(scrape_app, ["--login"])
+
+    assert result.exit_code == 1
+    assert "needs a browser window you can see" in result.output
+    assert str(env / "nowhere" / "state.json") in result.output

@@ -8,7 +8,7 @@ import pytest
 
 from services.scraper.client import HttpResult, Retryable, RetryPolicy, decode_response, parse_retry_after
 from services.scraper.errors import CloudflareChallenge, NotLoggedIn, RequestFailed, ThreadGone
-from tests.scraper.replay_server import CHALLENGE_HTML
+from testing.perplexity_replay import CHALLENGE_HTML
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The real scraper in headless Chromium against the local replay server (SPEC §8)."""
+"""The real scraper in headless Chromium against the local replay server."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from services.scraper.errors import CloudflareChallenge, DiscoveryFailed, NotLog
 from services.scraper.exporter import export_library
 from services.scraper.session import interactive_login
 from shared.settings import Settings
-from tests.scraper.replay_server import ReplayEntry, ReplayLibrary
+from testing.perplexity_replay import ReplayEntry, ReplayLibrary
 
 pytestmark = pytest.mark.browser
 
@@ -25,6 +25,11 @@ SCRAPER_LIST_LIMIT = 3
 def front_matter(path: Path) -> dict[str, str]:
     head = path.read_text(encoding="utf-8").split("---\n")[1]
     return {key: json.loads(value) for key, value in (line.split(": ", 1) for line in head.splitlines())}
+
+
+def section(markdown: str, question: str) -> str:
+    """The ``## question`` section of an exported thread: its answer and its own numbered sources."""
+    return markdown.split(f"## {question}\n", 1)[1].split("\n## ", 1)[0]
 
 
 def exported(settings: Settings) -> dict[str, str]:
@@ -59,20 +64,21 @@ def test_first_run_exports_every_live_thread_with_front_matter_turns_and_linked_
     assert (
         quantum.index("## What is quantum") < quantum.index("## How does") < quantum.index("## What is the")
     )
-    # Schematized shape: ask_text alone (not the repeated sections), markers linked to that turn's sources.
+    # Schematized shape: ask_text alone (not the repeated sections), each turn with its own sources.
     assert quantum.count("It protects qubits") == 1
-    assert (
-        "It protects qubits [[1]](https://example.org/surface) using codes [[2]](https://example.org/threshold)."
-        in (quantum)
-    )
-    assert "About one percent [[2]](https://example.org/surface)" in quantum
-    assert "1. [Surface codes explained](https://example.org/surface)" in quantum
+    first = section(quantum, "What is quantum error correction?")
+    assert "It protects qubits [1] using codes [2]." in first
+    assert "1. [Surface codes explained](https://example.org/surface)" in first
+    assert "2. [Threshold theorem](https://example.org/threshold)" in first
+    third = section(quantum, "What is the threshold?")
+    assert "About one percent [2], per the theorem [1]." in third
+    assert "2. [Surface codes explained](https://example.org/surface)" in third
     # Plain shape (`text` steps only): answer and sources still come through.
-    assert "Two mutable borrows overlap [[1]](https://doc.rust-lang.org/book/)." in files[RUST]
+    assert "Two mutable borrows overlap [1]." in files[RUST]
     assert "1. [The Rust Book](https://doc.rust-lang.org/book/)" in files[RUST]
 
 
-def test_discovery_puts_pinned_first_dedupes_and_stops_on_a_short_page(
+def test_discovery_puts_pinned_first_dedupes_and_pages_until_an_empty_page(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
     export_library(logged_in)
@@ -82,7 +88,7 @@ def test_discovery_puts_pinned_first_dedupes_and_stops_on_a_short_page(
         for r in library.requests("/rest/thread/list_ask_threads")
         if isinstance(r.body, dict) and r.body.get("limit") == SCRAPER_LIST_LIMIT
     ]
-    assert scraper_pages == [0, 3, 6]  # total_threads says 99; the short third page ends paging
+    assert scraper_pages == [0, 3, 6, 7]  # total_threads says 99; the empty page ends paging
     fetches = thread_fetches(library)
     assert fetches[0].endswith("AbCdEfGhIjKlMnOpQrStUv") and fetches[2].endswith("GbCdEfGhIjKlMnOpQrStUv")
     assert len({path for path in fetches}) == 7  # the pinned ones (also listed) are fetched once each
@@ -217,12 +223,12 @@ def test_401_mid_run_aborts_but_keeps_the_checkpoint_of_finished_threads(
     assert (resumed.new, resumed.unchanged, resumed.fetched) == (1, 5, 1)
 
 
-def test_cloudflare_challenge_fails_fast_with_an_actionable_message(
+def test_a_lasting_cloudflare_challenge_stops_before_any_api_call_with_an_actionable_message(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
     library.cloudflare = True
 
-    with pytest.raises(CloudflareChallenge, match="HINDSIGHT_SCRAPE_HEADLESS=false"):
+    with pytest.raises(CloudflareChallenge, match=r"did not clear.*hindsight scrape --login"):
         export_library(logged_in)
     assert not [r.path for r in library.log if r.path.startswith(("/rest/", "/api/"))]
 

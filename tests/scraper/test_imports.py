@@ -1,4 +1,4 @@
-"""Imports of Perplexity's own exports, on files built from the documented formats (SPEC §6)."""
+"""Imports of Perplexity's own exports, on files built in the formats Perplexity produces."""
 
 from __future__ import annotations
 
@@ -7,17 +7,20 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 
 from services.scraper.checkpoint import CHECKPOINT_NAME, content_hash
+from services.scraper.exporter import export_library
 from services.scraper.imports import threads_from_data_export, threads_from_markdown_dir, write_threads
-from tests.scraper.replay_server import COOKIE, ReplayServer
-from tests.scraper.test_export_browser import front_matter
+from shared.settings import Settings
+from testing.perplexity_replay import COOKIE, ReplayServer
+from tests.scraper.test_export_browser import front_matter, section
 
 BASE = "https://www.perplexity.ai"
 
 
 def data_export(path: Path) -> Path:
-    """The bulk data-request JSON in the fields FraYoshi's converter reads (SPEC §6.2)."""
+    """The bulk data-request JSON with the fields public converters read."""
     path.write_text(
         json.dumps(
             {
@@ -131,10 +134,76 @@ def test_official_markdown_import_joins_parts_and_maps_footnotes_to_sources(
         "## How does the surface code work?",
         "## What is the threshold?",
     ]
-    assert (
-        "It protects qubits [[1]](https://example.org/surface) using codes [[2]](https://example.org/threshold)."
-        in text
-    )
+    first = section(text, "What is quantum error correction?")
+    assert "It protects qubits [1] using codes [2]." in first
+    assert "1. [https://example.org/surface](https://example.org/surface)" in first
+    assert "2. [https://example.org/threshold](https://example.org/threshold)" in first
     assert "<img" not in text and "⁂" not in text and "display:none" not in text
     again = write_threads(threads_from_markdown_dir(tmp_path / "downloads"), export_dir)
     assert (again.new, again.changed, again.unchanged) == (0, 0, 6)
+
+
+def official_turn(number: int, query: str, answer: str, url: str) -> str:
+    return f"# {query}\n\n{answer} [^{number}_1]\n\n[^{number}_1]: {url}\n"
+
+
+def test_a_rule_inside_an_answer_is_not_a_turn_boundary(tmp_path: Path) -> None:
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    answer = "Part one.\n\n---\n\nPart two, after a rule."
+    text = (
+        official_turn(1, "Rules?", answer, "https://a.example")
+        + "\n---\n\n"
+        + official_turn(2, "Next?", "Yes.", "https://b.example")
+    )
+    (folder / "Rules.md").write_text(text)
+
+    (thread,) = threads_from_markdown_dir(folder)
+
+    assert [t.question for t in thread.turns] == ["Rules?", "Next?"]
+    assert "Part one." in thread.turns[0].answer and "Part two, after a rule." in thread.turns[0].answer
+
+
+@pytest.mark.parametrize("part_name", ["Long (1).md", "Long(1).md", "Long-1.md"])
+def test_numbered_parts_join_their_first_file_and_a_repeated_turn_is_kept_once(
+    tmp_path: Path, part_name: str
+) -> None:
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    first, second, third = (
+        official_turn(n, f"Question {n}?", f"Answer {n}.", f"https://{n}.example") for n in (1, 2, 3)
+    )
+    (folder / "Long.md").write_text(first + "\n---\n\n" + second)
+    (folder / part_name).write_text(second + "\n---\n\n" + third)
+    (folder / "Chapter-1.md").write_text(official_turn(1, "Alone?", "Alone.", "https://c.example"))
+
+    threads = {t.title: t for t in threads_from_markdown_dir(folder)}
+
+    assert sorted(threads) == ["Chapter-1", "Long"]
+    assert [t.question for t in threads["Long"].turns] == ["Question 1?", "Question 2?", "Question 3?"]
+
+
+def test_data_export_keeps_the_collection_uuid_as_the_space_when_it_has_no_title(tmp_path: Path) -> None:
+    threads = threads_from_data_export(data_export(tmp_path / "export.json"), BASE)
+
+    assert [t.space for t in threads] == ["General", "c-1"]
+
+
+@pytest.mark.browser
+def test_a_thread_both_scraped_and_imported_is_one_file(
+    logged_in: Settings, replay: ReplayServer, tmp_path: Path
+) -> None:
+    official_files(replay, tmp_path / "downloads")
+    imported = threads_from_markdown_dir(tmp_path / "downloads")
+    export_dir = logged_in.export_root
+
+    first_import = write_threads(imported, export_dir)
+    scraped = export_library(logged_in)
+    again = write_threads(imported, export_dir)
+
+    assert first_import.new == 6
+    assert (scraped.new, scraped.changed) == (0, 6)  # each scraped thread replaced its imported file
+    assert (again.new, again.changed, again.unchanged) == (0, 0, 6)  # and the import leaves it alone
+    files = list(export_dir.rglob("*.md"))
+    assert len(files) == 6
+    assert all('source: "perplexity"' in f.read_text() and "url:" in f.read_text() for f in files)

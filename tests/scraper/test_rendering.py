@@ -7,7 +7,7 @@ from pathlib import Path
 
 from services.scraper.checkpoint import CHECKPOINT_NAME, CheckpointStore, content_hash
 from services.scraper.filenames import safe_component, thread_relpath
-from services.scraper.markdown import link_markers, render_thread
+from services.scraper.markdown import render_thread
 from services.scraper.models import Source, Thread, Turn
 from services.scraper.writer import ThreadWriter, WriteOutcome
 
@@ -29,12 +29,6 @@ def _thread(**changes: object) -> Thread:
     return base.model_copy(update=changes)
 
 
-def test_markers_link_to_existing_sources_only() -> None:
-    assert link_markers("x [1] y [2] [1](kept)", [Source(name="a", url="https://a")]) == (
-        "x [[1]](https://a) y [2] [1](kept)"
-    )
-
-
 def test_rendered_thread_has_yaml_front_matter_and_one_section_per_turn() -> None:
     text = render_thread(_thread())
 
@@ -42,7 +36,7 @@ def test_rendered_thread_has_yaml_front_matter_and_one_section_per_turn() -> Non
     meta = {k: json.loads(v) for k, v in (line.split(": ", 1) for line in head.splitlines())}
     assert meta == {"title": "T", "uuid": "u-1", "slug": "t-ABCDEFGHIJ", "space": "S", "source": "perplexity"}
     assert "## Why? Really?\n\n> Why?\n> Really?" in body
-    assert "Because [[1]](https://a), not [3]." in body
+    assert "Because [1], not [3]." in body  # markers stay prose; the list below resolves them
     assert "1. [A \\[x\\]](https://a)" in body
 
 
@@ -80,6 +74,21 @@ def test_writer_skips_unchanged_moves_renamed_threads_and_keeps_names_unique(tmp
     assert set(json.loads((tmp_path / CHECKPOINT_NAME).read_text())["threads"]) == {"u-1", "u-2"}
     (tmp_path / path).unlink()
     assert ThreadWriter(tmp_path).write(_thread(title="Renamed"))[0] is WriteOutcome.CHANGED
+
+
+def test_files_rendered_in_an_older_format_are_rendered_again(tmp_path: Path) -> None:
+    writer = ThreadWriter(tmp_path)
+    relpath = writer.write(_thread(), "listing")[1]
+    writer.close()
+    assert ThreadWriter(tmp_path).is_current("u-1", "listing")
+    checkpoint = json.loads((tmp_path / CHECKPOINT_NAME).read_text())
+    checkpoint["threads"]["u-1"].pop("format")  # written before formats were recorded
+    (tmp_path / CHECKPOINT_NAME).write_text(json.dumps(checkpoint))
+
+    again = ThreadWriter(tmp_path)
+    assert not again.is_current("u-1", "listing")
+    assert again.write(_thread(), "listing") == (WriteOutcome.CHANGED, relpath)
+    assert again.is_current("u-1", "listing")
 
 
 def test_a_corrupt_checkpoint_is_set_aside_not_fatal(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 import redis
 from celery import Celery
 
-from shared.contracts import ScrapeReport, ScrapeRequest
+from shared.contracts import IndexRequest, ScrapeReport, ScrapeRequest
 from shared.events import EventStream
 from shared.settings import Settings
 from tests.scraper.conftest import CHROMIUM
@@ -33,6 +33,7 @@ def worker(redis_url: str, logged_in: Settings) -> Iterator[None]:
         "HINDSIGHT_PERPLEXITY_STATE": str(logged_in.perplexity_state_path),
         "HINDSIGHT_EXPORT_DIR": str(logged_in.export_root),
         "HINDSIGHT_CHROMIUM_PATH": CHROMIUM,
+        "HINDSIGHT_SCRAPE_HEADLESS": "true",
         "HINDSIGHT_SCRAPE_LIST_PAGE_SIZE": "3",
         "HINDSIGHT_SCRAPE_PAGE_DELAY_S": "0",
         "HINDSIGHT_SCRAPE_PAGE_JITTER_S": "0",
@@ -83,9 +84,8 @@ def test_scrape_run_exports_reports_progress_and_chains_index_scan_only_on_chang
     first = run("job-1")
 
     assert (first.export.new, first.index_queued) == (6, True)
-    assert queued_tasks(client, "index") == [
-        ("index.scan", [{"job_id": "job-1", "root": str(logged_in.export_root)}])
-    ]
+    index_request = IndexRequest(job_id="job-1", root=str(logged_in.export_root))
+    assert queued_tasks(client, "index") == [("index.scan", [index_request.to_payload()])]
     events = [event for _, event in EventStream("job-1", client).read()]
     assert events[0].status == "started" and events[-1].stage == "scrape"
     assert any(e.status == "done" and e.data.get("new") == 6 for e in events)

@@ -1,4 +1,4 @@
-"""Both answer shapes of SPEC §4, parsed from entries the replay server's builders produce."""
+"""Both answer shapes (docs/perplexity.md, "Thread entries"), parsed from entries the replay server builds."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from services.scraper.models import ThreadSummary
 from services.scraper.thread_parse import build_thread, parse_timestamp, parse_turn
-from tests.scraper.replay_server import ReplayEntry, ReplayThread
+from testing.perplexity_replay import ReplayEntry, ReplayThread
 
 SOURCES = [{"name": "A", "url": "https://a.example"}, {"title": "B", "link": "https://b.example"}]
 

@@ -6,9 +6,10 @@ import uuid
 
 import pytest
 import redis
+from celery.exceptions import Ignore
 
 from shared.contracts import PlannedQuestion, Question
-from shared.events import TERMINAL_STAGE, EventStream, StageReport
+from shared.events import TERMINAL_STAGE, EventStream, StageReport, cancelled_key
 from shared.settings import get_settings
 from shared.tasking import question_task
 
@@ -49,3 +50,18 @@ def test_a_failing_question_stage_ends_the_stream_so_no_reader_waits_forever(cli
     last = EventStream(question_id, client).read()[-1][1]
     assert (last.stage, last.status) == (TERMINAL_STAGE, "failed")
     assert "store unreachable" in last.detail
+
+
+def test_a_cancelled_questions_stage_does_not_run_and_stops_its_chain(client: redis.Redis) -> None:
+    ran: list[str] = []
+
+    @question_task("test.cancelled_stage", "plan")
+    def plan(question: Question, report: StageReport) -> PlannedQuestion:
+        ran.append(question.question_id)
+        raise AssertionError("a cancelled question's stage must not run")
+
+    question_id = uuid.uuid4().hex
+    client.set(cancelled_key(question_id), "1", ex=60)
+    with pytest.raises(Ignore):
+        plan(Question(question_id=question_id, question="why?").to_payload())
+    assert ran == [] and EventStream(question_id, client).read() == []

@@ -14,7 +14,8 @@ import random
 import re
 from typing import Any
 
-from services.synthesizer.text_support import content_words, sentences
+from services.synthesizer.segmentation import segment
+from services.synthesizer.text_support import content_words
 from shared.interfaces import ChatMessage
 from shared.llms import ChatBackend
 from shared.settings import Settings
@@ -30,7 +31,7 @@ def passages(messages: list[ChatMessage]) -> list[tuple[int, str]]:
 
 
 def best_sentence(text: str, words: set[str]) -> str:
-    found = sentences(text)
+    found = [s for s in segment(text) if s.is_statement]
     if not found:
         return text
     return max(found, key=lambda s: len(content_words(s.text) & words)).text

@@ -6,15 +6,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from services.synthesizer.extractive import best_sentence_fact
+from services.synthesizer.extractive import extract_facts
 from services.synthesizer.fact_selection import compress, relevance_gate
 from services.synthesizer.llm_map import llm_extract_facts
 from services.synthesizer.prompts import map_messages
 from services.synthesizer.quotes import locate_quote
 from services.synthesizer.reduce import NO_ANSWER, ReduceLimits, synthesize_answer
 from services.synthesizer.stages import split_into_batches
-from services.synthesizer.text_support import content_words
-from shared.contracts import Candidate, Chunk, Fact, MapResult, SourceKind
+from shared.contracts import Candidate, Chunk, Fact, MapBatch, MapResult, SourceKind
 from shared.interfaces import ChatMessage
 from shared.llms import ChatBackend
 from shared.settings import Settings
@@ -70,7 +69,7 @@ def test_a_keyword_quote_is_widened_to_its_sentence() -> None:
     assert PASSAGE[span.start : span.end] == "Book the panorama car early in October."
 
 
-def test_map_skips_and_counts_malformed_or_unlocatable_entries_and_keeps_one_fact_per_title() -> None:
+def test_map_skips_and_counts_malformed_or_unlocatable_entries_and_keeps_one_fact_per_document() -> None:
     state = reranked_question("How long does the train from Zurich to Milan take?", all_chunks())
     batch = split_into_batches(state, 10)[0]
     trip = next(i for i, c in enumerate(batch.candidates, start=1) if c.chunk.title == "trip-planning")
@@ -236,7 +235,9 @@ def test_extractive_facts_are_statements_never_headings_or_questions() -> None:
     )
     chunk = Chunk(id="d:0", document_id="d", ordinal=0, text=text, char_start=0, char_end=len(text),
                   title="trip", source_uri="/trip.md", kind=SourceKind.MARKDOWN)  # fmt: skip
-    found = best_sentence_fact(content_words("How long is the train to Milan?"), Candidate(chunk=chunk))
-    assert found is not None
-    assert found.quote == "The train from Zurich to Milan takes three hours."
+    batch = MapBatch(question_id="q", question="How long is the train to Milan?", batch_index=0,
+                     candidates=[Candidate(chunk=chunk)])  # fmt: skip
+    facts = extract_facts(batch, embedder=None).facts
+    assert [f.quote for f in facts] == ["The train from Zurich to Milan takes three hours."]
+    found = facts[0]
     assert text[found.quote_start : found.quote_start + len(found.quote)] == found.quote

@@ -13,15 +13,13 @@ import time
 
 import redis.asyncio as aioredis
 from fastapi import APIRouter, Request
-from kombu.exceptions import OperationalError
-from redis.exceptions import RedisError
 
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.schemas import Health
-from shared.celery_app import app as celery_app
+from services.gateway.worker_census import census, live_workers_per_queue
 from shared.contracts import RerankerStatus
 from shared.events import RERANKER_STATUS_PREFIX
-from shared.topology import QUEUES, REQUIRED_QUEUES
+from shared.topology import REQUIRED_QUEUES
 
 router = APIRouter(prefix="/v1", tags=["health"])
 
@@ -52,6 +50,8 @@ async def read_health(client: aioredis.Redis) -> Health:
     except (OSError, aioredis.RedisError):
         redis_ok = False
     queues = await asyncio.to_thread(live_workers_per_queue) if redis_ok else {}
+    if redis_ok:
+        census.record(queues)  # questions asked next need not ping again
     ok = redis_ok and all(queues.get(q, 0) for q in REQUIRED_QUEUES)
     rerankers = await reranker_statuses(client) if redis_ok else []
     return Health(redis=redis_ok, queues=queues, rerankers=rerankers, status="ok" if ok else "degraded")
@@ -62,17 +62,3 @@ async def reranker_statuses(client: aioredis.Redis) -> list[RerankerStatus]:
     keys = [key async for key in client.scan_iter(match=f"{RERANKER_STATUS_PREFIX}*")]
     values = await client.mget(keys) if keys else []
     return [RerankerStatus.model_validate_json(v) for v in values if v]
-
-
-def live_workers_per_queue(timeout_s: float = 1.0) -> dict[str, int]:
-    """How many live workers consume each queue, from a broadcast ping of the workers; none while the
-    broker cannot be reached (a restarting Redis), so that the health says degraded instead of failing."""
-    counts = {queue.value: 0 for queue in QUEUES}
-    try:
-        replies = celery_app.control.inspect(timeout=timeout_s).active_queues() or {}
-    except (OSError, RedisError, OperationalError):
-        return counts
-    for queues in replies.values():
-        for queue in queues:
-            counts[queue["name"]] = counts.get(queue["name"], 0) + 1
-    return counts

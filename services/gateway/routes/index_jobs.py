@@ -13,6 +13,7 @@ from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.limits import enforce_backpressure
 from services.gateway.metrics import require_known_stream, track
 from services.gateway.paths import confined_folder
+from services.gateway.routes.library import record_index_job
 from services.gateway.schemas import (
     EVENT_STREAM_RESPONSES,
     IndexAccepted,
@@ -39,6 +40,7 @@ async def index(body: IndexStart, request: Request, client: RedisDep, settings: 
     await enforce_backpressure(request, client, INDEX_QUEUES, settings)
     job_id = uuid.uuid4().hex
     await track(client, "i", job_id, settings.event_ttl_s)
+    await record_index_job(client, str(root), job_id)
     await asyncio.to_thread(enqueue_index, IndexRequest(job_id=job_id, root=str(root), force=body.force))
     return IndexAccepted(
         job_id=job_id, status_url=f"/v1/index/{job_id}", events_url=f"/v1/index/{job_id}/events"

@@ -1,13 +1,13 @@
-"""``/``, ``/healthz`` and ``/metrics``: open to anyone who reaches the gateway; they carry no user data,
-and none of them costs more than a read: the detailed health (a broadcast to the workers) is
-``GET /v1/health``, behind a key."""
+"""``/`` with the page's ``/static`` files, ``/healthz`` and ``/metrics``: open to anyone who reaches the
+gateway; they carry no user data, and none of them costs more than a read: the detailed health (a
+broadcast to the workers) is ``GET /v1/health``, behind a key."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.responses import FileResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -20,6 +20,19 @@ router = APIRouter()
 @router.get("/", include_in_schema=False)
 async def web_page() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+
+
+# The page's own files; any other name is 404, so nothing else under the folder is ever served.
+PAGE_ASSETS = {"page.css": "text/css", "page.js": "text/javascript"}
+
+
+@router.get("/static/{name}", include_in_schema=False)
+async def page_asset(name: str) -> FileResponse:
+    if name not in PAGE_ASSETS:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no file {name}")
+    return FileResponse(
+        STATIC_DIR / name, media_type=PAGE_ASSETS[name], headers={"Cache-Control": "no-cache"}
+    )
 
 
 @router.get("/metrics", include_in_schema=False)

@@ -1,11 +1,13 @@
-"""A local imitation of Perplexity's web endpoints, built from SPEC §8, for the scraper tests.
+"""A local imitation of Perplexity's web endpoints (docs/perplexity.md) for the scraper's tests.
 
 It serves HTML pages that fire their own XHRs like the real app (``/library`` fetches
 ``/rest/userinfo`` and ``list_ask_threads``; ``/search/<slug>`` fetches its thread), the REST
-endpoints with the documented shapes (bare-array listings with ``limit``/``offset``, pinned threads,
-threads with opaque-cursor paging, ``text`` always and ``blocks`` only when schematized), the login
-cookie check, the official per-thread export, and scripted faults (429 with ``Retry-After``, 5xx,
-401, Cloudflare's challenge page, ``ENTRY_DELETED``). Every request is logged for assertions.
+endpoints in the shapes the real site serves (bare-array listings with ``limit``/``offset`` whose
+items carry no ``is_pinned``; pinned threads; threads with opaque-cursor paging whose entries come in
+every :class:`Shape`), the login cookie check, the official per-thread export, and the ways the real
+site is less kind: a capped page size, an ignored ``offset``, 429 with ``Retry-After``, 5xx, 401,
+Cloudflare's challenge page (for good, or until it clears), ``ENTRY_DELETED``. Every request is
+logged, with its user agent, for assertions.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,6 +32,21 @@ CHALLENGE_HTML = (
 )
 
 
+class Shape(StrEnum):
+    """How the server renders an entry: the shapes real responses come in."""
+
+    #: ``text`` (JSON steps) always; ``blocks`` with ``ask_text`` and ``web_results`` when schematized.
+    CLASSIC = "classic"
+    #: Schematized only: ``blocks`` and no ``text``; ``sources`` is ``{"sources": ["web"]}``.
+    BLOCKS_ONLY = "blocks_only"
+    #: No ``web_results`` block: the sources are ``sources_answer_mode`` rows, numbered by ``citation``
+    #: and served out of order.
+    SOURCES_MODE = "sources_mode"
+    #: Deep Research / Computer: no ``ask_text``; the answer is a ``workflow_root`` text item, and the
+    #: block is served only when the request asks for the ``workflow_widgets`` use case.
+    WORKFLOW = "workflow"
+
+
 @dataclass
 class ReplayEntry:
     question: str
@@ -36,6 +54,7 @@ class ReplayEntry:
     sources: list[dict[str, str]] = field(default_factory=list)
     created: str = "2025-07-26T00:50:10.801065"
     uuid: str = ""
+    shape: Shape = Shape.CLASSIC
 
     def plain(self, thread: ReplayThread) -> dict[str, Any]:
         """The plain flavour: ``text`` is a JSON string of steps whose FINAL answer is JSON again."""
@@ -73,23 +92,78 @@ class ReplayEntry:
             "sources": [],
             "updated_datetime": self.created,
             "entry_created_datetime": self.created + "+00:00",
-            "collection_info": {"uuid": f"c-{thread.space}", "title": thread.space} if thread.space else None,
+            "collection_info": {"uuid": thread.space_uuid, "title": thread.space} if thread.space else None,
             "social_info": {"view_count": int(time.time() * 1000) % 997},
         }
 
-    def blocks(self) -> list[dict[str, Any]]:
-        half = len(self.answer) // 2
-        return [
-            {"intended_usage": "plan", "plan_block": {"progress": "DONE", "goals": [], "final": True}},
-            {
-                "intended_usage": "web_results",
-                "web_result_block": {
-                    "web_results": [
-                        {**s, "meta_data": {"domain_name": "example"}, "is_attachment": False}
-                        for s in self.sources
-                    ]
-                },
+    def render(self, thread: ReplayThread, schematized: bool, use_cases: set[str]) -> dict[str, Any]:
+        """The entry as ``GET /rest/thread/<id>`` serves it for this request."""
+        item = self.plain(thread)
+        if self.shape is not Shape.CLASSIC:
+            item.pop("text")
+            item.update({"status": "COMPLETED", "mode": "COPILOT", "sources": {"sources": ["web"]}})
+            if self.shape is Shape.WORKFLOW:
+                item["search_mode"] = "RESEARCH"
+        if schematized:
+            item["blocks"] = self.blocks(use_cases)
+        return item
+
+    def _web_results(self) -> list[dict[str, Any]]:
+        return [{**s, "meta_data": {"domain_name": "example"}, "is_attachment": False} for s in self.sources]
+
+    def _workflow_block(self) -> dict[str, Any]:
+        queries = {
+            "type": "WORKFLOW_ITEM_QUERIES",
+            "payload": {"queries_payload": {"queries": [self.question]}},
+        }
+        found = {
+            "type": "WORKFLOW_ITEM_SOURCES",
+            "payload": {"sources_payload": {"sources": self._web_results()}},
+        }
+        thinking = {
+            "type": "WORKFLOW_ITEM_TEXT",
+            "payload": {"text_payload": {"text": "Planning the report.", "variant": "thinking"}},
+        }
+        answer = {
+            "type": "WORKFLOW_ITEM_TEXT",
+            "payload": {
+                "text_payload": {"text": self.answer[:5], "chunks": [self.answer], "variant": "answer"}
             },
+        }
+        return {
+            "version": "1.0",
+            "mode": "DEEP_RESEARCH",
+            "status": "WORKFLOW_COMPLETED",
+            "steps": [
+                {"status": "COMPLETED", "title": "Searching", "items": [queries, found]},
+                {"status": "COMPLETED", "title": "Writing", "items": [thinking, answer]},
+            ],
+        }
+
+    def blocks(self, use_cases: set[str] | None = None) -> list[dict[str, Any]]:
+        plan = {"intended_usage": "plan", "plan_block": {"progress": "DONE", "goals": [], "final": True}}
+        if self.shape is Shape.WORKFLOW:
+            wanted = use_cases is None or "workflow_widgets" in use_cases
+            return [
+                plan,
+                *(
+                    [{"intended_usage": "workflow_root", "workflow_block": self._workflow_block()}]
+                    if wanted
+                    else []
+                ),
+            ]
+        half = len(self.answer) // 2
+        if self.shape is Shape.SOURCES_MODE:
+            rows = [{"citation": n, "web_result": s} for n, s in enumerate(self._web_results(), start=1)]
+            sources = {"intended_usage": "sources_answer_mode", "sources_mode_block": {"rows": rows[::-1]}}
+        else:
+            sources = {
+                "intended_usage": "web_results",
+                "web_result_block": {"web_results": self._web_results()},
+            }
+        return [
+            plan,
+            sources,
             {"intended_usage": "ask_text_0_markdown", "markdown_block": {"answer": self.answer[:half]}},
             {"intended_usage": "ask_text_1_markdown", "markdown_block": {"answer": self.answer[half:]}},
             {
@@ -118,18 +192,27 @@ class ReplayThread:
     pinned: bool = False
     plain_only: bool = False
     gone: str | None = None
+    space_uuid: str = ""
 
     def __post_init__(self) -> None:
         for index, entry in enumerate(self.entries):
             entry.uuid = entry.uuid or f"{self.uuid}-e{index}"
+        self.space_uuid = self.space_uuid or f"c-{self.space}"
 
     def list_item(self, number: int, total: int) -> dict[str, Any]:
+        """A ``list_ask_threads`` item with the keys real ones carry, and no ``is_pinned``."""
         first = json.dumps({"answer": self.entries[0].answer[:40] if self.entries else ""})
+        collection = (
+            {"uuid": self.space_uuid, "title": self.space, "emoji": "", "slug": self.space.lower()}
+            if self.space
+            else None
+        )
         return {
             "thread_number": number,
             "uuid": self.uuid,
             "context_uuid": self.uuid,
             "frontend_uuid": self.uuid,
+            "frontend_context_uuid": self.uuid,
             "slug": self.slug,
             "title": self.title,
             "first_answer": first,
@@ -143,18 +226,26 @@ class ReplayThread:
             "query_count": len(self.entries),
             "first_entry_model_preference": "PPLX_ALPHA",
             "display_model": self.model,
-            "sources": ["web"],
+            "expiry_time": None,
+            "source": "default",
+            "source_metadata": None,
+            "thread_status": None,
+            "is_mission_control": None,
+            "stream_created_at": None,
             "search_focus": "internet",
+            "search_recency_filter": None,
+            "sources": ["web"],
             "featured_images": [],
-            "is_pinned": self.pinned,
-            "collection": {"uuid": f"c-{self.space}", "title": self.space, "emoji": "", "slug": self.space}
-            if self.space
-            else None,
+            "read_write_token": f"rw-{self.uuid}",
+            "author_image": "https://example.com/me.png",
+            "author_username": "tester",
+            "collection": collection,
             "social_info": {"view_count": 0, "fork_count": 0, "like_count": 0, "user_likes": False},
         }
 
     def official_markdown(self) -> str:
-        """The §6.1 layout: logo, one H1 per query, ``[^t_n]`` footnotes, turns split by ``---``."""
+        """The official export's layout: logo, one H1 per query, ``[^t_n]`` footnotes, turns split by
+        ``---``."""
         turns = []
         for t, entry in enumerate(self.entries, start=1):
             answer = entry.answer
@@ -183,6 +274,7 @@ class LoggedRequest:
     body: Any
     status: int
     at: float
+    user_agent: str = ""
 
 
 @dataclass
@@ -193,7 +285,11 @@ class ReplayLibrary:
     tokens: set[str] = field(default_factory=lambda: {"token-ok"})
     entries_page_size: int = 2
     total_threads: int | None = None
+    list_page_cap: int | None = None
+    list_ignores_offset: bool = False
     cloudflare: bool = False
+    challenge_clears_at: float | None = None
+    challenge_for_s: float | None = None
     faults: dict[str, list[int]] = field(default_factory=dict)
     retry_after: str = "1"
     log: list[LoggedRequest] = field(default_factory=list)
@@ -201,6 +297,14 @@ class ReplayLibrary:
 
     def thread(self, ident: str) -> ReplayThread | None:
         return next((t for t in self.threads if ident in (t.slug, t.uuid)), None)
+
+    def challenged(self) -> bool:
+        """Whether Cloudflare's challenge answers now: for good (``cloudflare``), until
+        ``challenge_clears_at``, or for ``challenge_for_s`` from the first request that meets it."""
+        if self.challenge_for_s is not None and self.challenge_clears_at is None:
+            self.challenge_clears_at = time.monotonic() + self.challenge_for_s
+        clears_at = self.challenge_clears_at
+        return self.cloudflare or (clears_at is not None and time.monotonic() < clears_at)
 
     def take_fault(self, key: str) -> int | None:
         with self.lock:
@@ -227,6 +331,9 @@ fetch('/rest/userinfo?version={API_VERSION}&source=default', {{credentials: 'inc
   .catch(() => {{}});
 """
 
+# Like Cloudflare's page: it re-checks after a moment and reloads once the check passes.
+_CHALLENGE_JS = "setTimeout(() => location.reload(), 500);"
+
 _LOGIN_JS = """
 const button = document.getElementById('login');
 if (button) button.addEventListener('click', () =>
@@ -250,7 +357,9 @@ class ReplayHandler(BaseHTTPRequestHandler):
         return
 
     # --- plumbing -------------------------------------------------------------------------------
-    def _send(self, status: int, body: str | bytes, content_type: str, headers: dict[str, str] | None = None):
+    def _send(
+        self, status: int, body: str | bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
         data = body.encode() if isinstance(body, str) else body
         self.send_response(status)
         self.send_header("content-type", content_type)
@@ -261,7 +370,15 @@ class ReplayHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         url = urlsplit(self.path)
         self.library.log.append(
-            LoggedRequest(self.command, url.path, parse_qs(url.query), self._body, status, time.monotonic())
+            LoggedRequest(
+                self.command,
+                url.path,
+                parse_qs(url.query),
+                self._body,
+                status,
+                time.monotonic(),
+                self.headers.get("user-agent", ""),
+            )
         )
 
     def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
@@ -294,8 +411,10 @@ class ReplayHandler(BaseHTTPRequestHandler):
     def _route(self) -> None:
         url = urlsplit(self.path)
         path, query = unquote(url.path), parse_qs(url.query)
-        if self.library.cloudflare:
-            return self._html(403, CHALLENGE_HTML)
+        if self.library.challenged():
+            return self._html(
+                403, CHALLENGE_HTML.replace("</body>", f"<script>{_CHALLENGE_JS}</script></body>")
+            )
         fault = self._fault_for(path, query)
         if fault is not None:
             return self._serve_fault(fault)
@@ -370,13 +489,15 @@ class ReplayHandler(BaseHTTPRequestHandler):
     def _list(self, pinned: bool) -> None:
         if self.command != "POST":
             return self._json(400, {"detail": "Method Not Allowed"})
-        body = self._body if isinstance(self._body, dict) else {}
+        body: dict[str, Any] = self._body if isinstance(self._body, dict) else {}
         threads = sorted(self.library.threads, key=lambda t: t.last_query_datetime, reverse=True)
         total = self.library.total_threads or len(threads)
         if pinned:
-            items = [t.list_item(i, total) for i, t in enumerate(threads) if t.pinned]
+            items = [{**t.list_item(i, total), "is_pinned": True} for i, t in enumerate(threads) if t.pinned]
             return self._json(200, items)
         offset, limit = int(body.get("offset", 0)), int(body.get("limit", 20))
+        limit = min(limit, self.library.list_page_cap or limit)
+        offset = 0 if self.library.list_ignores_offset else offset
         page = threads[offset : offset + limit]
         return self._json(200, [t.list_item(offset + i, total) for i, t in enumerate(page)])
 
@@ -397,12 +518,8 @@ class ReplayHandler(BaseHTTPRequestHandler):
         end = start + len(page)
         has_next = end < len(entries)
         next_cursor = base64.urlsafe_b64encode(json.dumps({"o": end, "t": thread.uuid}).encode()).decode()
-        rendered = []
-        for entry in page:
-            item = entry.plain(thread)
-            if schematized:
-                item["blocks"] = entry.blocks()
-            rendered.append(item)
+        use_cases = set(query.get("supported_block_use_cases", []))
+        rendered = [entry.render(thread, schematized, use_cases) for entry in page]
         return self._json(
             200,
             {
@@ -423,7 +540,7 @@ class ReplayHandler(BaseHTTPRequestHandler):
         )
 
     def _export(self) -> None:
-        body = self._body if isinstance(self._body, dict) else {}
+        body: dict[str, Any] = self._body if isinstance(self._body, dict) else {}
         thread = self.library.thread(str(body.get("thread_uuid", "")))
         if thread is None:
             return self._json(404, {"detail": {"error_code": "THREAD_NOT_FOUND"}})

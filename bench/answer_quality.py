@@ -1,0 +1,261 @@
+"""Answer quality through the running services: every question of a BEIR folder asked over HTTP.
+
+Writes the corpus as Markdown files (title in front matter) and indexes them once with the product's
+indexer (cached like ``retrieval_quality.py``), then starts the local stack (``hindsight up``: Redis,
+Celery workers as processes, the gateway) on free ports over that index and asks each question as
+``hindsight ask`` does. Run from the repository root:
+
+    PYTHONPATH=. python bench/answer_quality.py bench/sets/debian-faq
+    PYTHONPATH=. python bench/answer_quality.py ../shared/eval/pyfaq-dev --limit 40
+    PYTHONPATH=. python bench/answer_quality.py bench/sets/debian-faq --llm llama-cpp --limit 10
+
+What each column means (per question, then averaged; citations pooled for precision):
+
+- ``first``: citation [1] is from a qrels-relevant document; ``any``: some citation is; ``prec``:
+  share of all citations that are. ``P@1``/``P@3``: the same for the documents of the candidate list
+  the synthesizer received (``Answer.sources_explored``, in rank order), so the table shows whether
+  synthesis keeps the retriever's ranking.
+- ``frag``: share of answer sentences that are fragments. A sentence is whole when it ends with
+  ".", "!" or "?" (closing quotes or brackets allowed), its last word is not an article, preposition
+  or conjunction, and — for an extractive answer — its cited quote starts at the start of a sentence
+  and ends at the end of one in the file's own segmentation (``services.synthesizer.segmentation``).
+- ``verb``: share of citations whose quote equals the cited file's characters at
+  ``char_start:char_end`` (read here, independently of the answer's ``verified``); ``line``: share
+  whose ``line`` is the line of ``char_start`` in that file.
+- ``p50``/``p95``: seconds from asking to the answer; ``syn50``/``syn95``: seconds from the rerank
+  event to the answer (the synthesizer's whole stage, queue hops included); ``words``: mean answer
+  length in words.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.retrieval_quality import Dataset, index_corpus, load_dataset
+from cli.client import GatewayClient
+from cli.local_key import client_key, ensure_local_key
+from cli.local_stack import LocalStack, wait_until
+from services.synthesizer.segmentation import segment
+from shared.backends import create_embedder
+from shared.contracts import Answer
+from shared.embedding import OnnxEmbedder
+from shared.markdown_source import split_front_matter
+from shared.settings import Settings
+from testing.processes import free_port
+
+MARKER = re.compile(r"\s*\[\d+\]")
+DANGLING = frozenset(
+    ["a", "an", "the", "of", "to", "and", "or", "but", "with", "for", "in", "on", "at", "by", "from", "as"]
+)
+SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
+
+
+@dataclass
+class Scores:
+    first: list[bool] = field(default_factory=list)
+    any: list[bool] = field(default_factory=list)
+    cited_relevant: int = 0
+    cited: int = 0
+    p1: list[float] = field(default_factory=list)
+    p3: list[float] = field(default_factory=list)
+    sentences: int = 0
+    fragments: int = 0
+    verbatim: int = 0
+    right_line: int = 0
+    latency: list[float] = field(default_factory=list)
+    synthesis: list[float] = field(default_factory=list)
+    words: list[int] = field(default_factory=list)
+    nothing_found: int = 0
+
+
+def whole_sentence(text: str) -> bool:
+    words = MARKER.sub("", text).split()
+    return bool(words) and SENTENCE_END.search(words[-1]) is not None and words[-1].lower() not in DANGLING
+
+
+def quote_is_whole(file_text: str, start: int, end: int) -> bool:
+    """The quote starts where one of the file's sentences starts and ends where one ends."""
+    body_start = split_front_matter(file_text)[1]
+    sentences = segment(file_text[body_start:])
+    starts = {body_start + s.start for s in sentences}
+    ends = {body_start + s.end for s in sentences}
+    return start in starts and end in ends
+
+
+def score_answer(answer: Answer, relevant: set[str], doc_of: dict[str, str], scores: Scores) -> None:
+    cited = [doc_of.get(Path(c.source_uri).name, "") for c in answer.citations]
+    scores.first.append(bool(cited) and cited[0] in relevant)
+    scores.any.append(any(d in relevant for d in cited))
+    scores.cited += len(cited)
+    scores.cited_relevant += sum(d in relevant for d in cited)
+    ranked = [doc_of.get(Path(s.source_uri).name, "") for s in answer.sources_explored]
+    scores.p1.append(float(bool(ranked) and ranked[0] in relevant))
+    scores.p3.append(sum(d in relevant for d in ranked[:3]) / 3)
+    scores.words.append(len(answer.markdown.split()))
+    scores.nothing_found += not answer.citations
+    by_number = {c.number: c for c in answer.citations}
+    for verdict in (v for v in answer.verdicts if v.action != "removed"):
+        scores.sentences += 1
+        whole = whole_sentence(verdict.sentence)
+        if answer.mode == "extractive":
+            for number in verdict.citations:
+                c = by_number[number]
+                whole = whole and quote_is_whole(Path(c.source_uri).read_text(), c.char_start, c.char_end)
+        scores.fragments += not whole
+    for c in answer.citations:
+        text = Path(c.source_uri).read_text()
+        scores.verbatim += text[c.char_start : c.char_end] == c.quote
+        scores.right_line += c.line == text.count("\n", 0, c.char_start) + 1
+
+
+def subset(dataset: Dataset, documents: int) -> Dataset:
+    """The judged documents, then the others in id order, ``documents`` in all (0 = every one)."""
+    if not documents:
+        return dataset
+    judged = {doc for relevant in dataset.qrels.values() for doc in relevant}
+    others = [doc for doc in sorted(dataset.corpus) if doc not in judged]
+    kept = sorted(judged) + others[: max(0, documents - len(judged))]
+    digest = hashlib.sha256(f"{dataset.digest}:{documents}".encode()).hexdigest()
+    return Dataset({doc: dataset.corpus[doc] for doc in kept}, dataset.queries, dataset.qrels, digest)
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))] if ordered else 0.0
+
+
+def ask(client: GatewayClient, question: str) -> tuple[Answer, float, float]:
+    started = time.perf_counter()
+    events = list(client.question_events(client.ask(question)))
+    wall = time.perf_counter() - started
+    last = events[-1]
+    if last.stage != "answer" or last.status != "done":
+        raise RuntimeError(f"{question!r}: {last.stage} {last.status}: {last.detail}")
+    reranked = next(e.ts for e in events if e.stage == "rerank" and e.status in ("done", "skipped"))
+    return Answer.model_validate(last.data["answer"]), wall, last.ts - reranked
+
+
+def running_stack(settings: Settings) -> tuple[LocalStack, GatewayClient]:
+    ensure_local_key(settings)
+    stack = LocalStack(settings)
+    stack.up()
+    client = GatewayClient(settings.gateway_url, client_key(settings), timeout_s=600)
+
+    def healthy() -> bool:
+        try:
+            return client.health()["status"] == "ok"
+        except Exception:
+            return False
+
+    wait_until(healthy, 180, "workers and gateway")
+    return stack, client
+
+
+def show(answer: Answer) -> None:
+    print("    " + " ".join(answer.markdown.split())[:400])
+    for c in answer.citations:
+        print(f"    [{c.number}] {Path(c.source_uri).name}:{c.line}")
+
+
+def run(
+    dataset: Dataset, query_ids: list[str], llm: str, cache: Path, models: Path | None, shown: bool
+) -> Scores:
+    base = Settings(models_dir=models) if models else Settings()
+    embedder = create_embedder(base)
+    assert isinstance(embedder, OnnxEmbedder)
+    indexed = index_corpus(dataset, cache, embedder, base)
+    data_dir = Path(tempfile.mkdtemp(prefix="answer-quality-"))
+    shutil.copytree(indexed.folder / "store", data_dir / "store")
+    port = free_port()
+    settings = base.model_copy(
+        update={
+            "data_dir": data_dir,
+            "models_dir": base.models_dir,
+            "redis_url": f"redis://127.0.0.1:{free_port()}/0",
+            "gateway_port": port,
+            "gateway_url": f"http://127.0.0.1:{port}",
+            "llm": llm,
+        }
+    )
+    # The stack's processes read their settings from the environment; one client asks every
+    # question back to back, far above the gateway's per-key rate limit.
+    os.environ.update({"HINDSIGHT_LLM": llm, "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "1000000"})
+    stack, client = running_stack(settings)
+    scores = Scores()
+    try:
+        for number, query_id in enumerate(query_ids, start=1):
+            answer, wall, synthesis = ask(client, dataset.queries[query_id])
+            scores.latency.append(wall)
+            scores.synthesis.append(synthesis)
+            score_answer(answer, set(dataset.qrels[query_id]), indexed.file_to_id, scores)
+            print(f"  {number}/{len(query_ids)} {wall:.1f}s {dataset.queries[query_id][:60]!r}", flush=True)
+            if shown:
+                show(answer)
+    finally:
+        stack.down()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return scores
+
+
+def print_table(label: str, scores: Scores) -> None:
+    n = len(scores.first)
+    cells = {
+        "config": label,
+        "n": str(n),
+        "first": f"{statistics.mean(scores.first):.3f}",
+        "any": f"{statistics.mean(scores.any):.3f}",
+        "prec": f"{scores.cited_relevant / max(scores.cited, 1):.3f}",
+        "P@1": f"{statistics.mean(scores.p1):.3f}",
+        "P@3": f"{statistics.mean(scores.p3):.3f}",
+        "frag": f"{scores.fragments / max(scores.sentences, 1):.3f}",
+        "verb": f"{scores.verbatim / max(scores.cited, 1):.3f}",
+        "line": f"{scores.right_line / max(scores.cited, 1):.3f}",
+        "p50": f"{percentile(scores.latency, 0.5):.2f}",
+        "p95": f"{percentile(scores.latency, 0.95):.2f}",
+        "syn50": f"{percentile(scores.synthesis, 0.5):.2f}",
+        "syn95": f"{percentile(scores.synthesis, 0.95):.2f}",
+        "words": f"{statistics.mean(scores.words):.0f}",
+        "none": str(scores.nothing_found),
+    }
+    print("| " + " | ".join(cells) + " |")
+    print("|" + "---|" * len(cells))
+    print("| " + " | ".join(cells.values()) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset", type=Path, help="BEIR folder: corpus.jsonl, queries.jsonl, qrels.tsv")
+    parser.add_argument("--llm", default="none", help="none (extractive) or a configured LLM backend")
+    parser.add_argument("--limit", type=int, default=0, help="ask only the first N questions (0 = all)")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(os.environ.get("HINDSIGHT_BENCH_CACHE", "/tmp/hindsight-bench")),
+    )
+    parser.add_argument(
+        "--documents",
+        type=int,
+        default=0,
+        help="index only the judged documents plus others up to N (0 = all)",
+    )
+    parser.add_argument("--models-dir", type=Path, default=None)
+    parser.add_argument("--show", action="store_true", help="print each answer and its path:line citations")
+    args = parser.parse_args()
+    dataset = subset(load_dataset(args.dataset), args.documents)
+    query_ids = sorted(dataset.queries)[: args.limit or None]
+    print(f"{args.dataset.name}: {len(dataset.corpus)} documents, {len(query_ids)} questions, llm={args.llm}")
+    scores = run(dataset, query_ids, args.llm, args.cache_dir, args.models_dir, args.show)
+    print_table(f"{args.dataset.name} {args.llm}", scores)
+
+
+if __name__ == "__main__":
+    main()

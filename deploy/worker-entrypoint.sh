@@ -1,0 +1,20 @@
+#!/bin/sh
+# Entry point of the worker images: gives this container's Celery node a name no other copy has, then
+# runs the command with that name in place of Celery's `%h`.
+#
+# Scaled copies (`--scale mapper=2`) on one host's network share its hostname, so `mapper@%h` would
+# name both alike and Flower and /healthz would count one worker. The host part written to
+# /tmp/celery-node-host is what the compose healthcheck pings. With HINDSIGHT_XVFB_DISPLAY set (the
+# scraper image), a virtual screen runs first so a headful Chromium has a display.
+set -eu
+node_host="${HOSTNAME:-$(hostname)}-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
+printf '%s' "$node_host" > /tmp/celery-node-host
+if [ -n "${HINDSIGHT_XVFB_DISPLAY:-}" ]; then
+  Xvfb "$HINDSIGHT_XVFB_DISPLAY" -screen 0 1280x1024x24 -nolisten tcp -nolisten local >/tmp/xvfb.log 2>&1 &
+  export DISPLAY="$HINDSIGHT_XVFB_DISPLAY"
+fi
+for arg; do
+  shift
+  set -- "$@" "$(printf '%s' "$arg" | sed "s/%h/$node_host/g")"
+done
+exec "$@"

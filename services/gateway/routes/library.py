@@ -1,0 +1,63 @@
+"""``/v1/library``: the folders Hindsight knows, for the page's library panel and ``hindsight status``.
+
+A folder is known once it was indexed through ``POST /v1/index`` (which records the job) or is
+watched. Each entry has its last job's report: how many documents the folder holds, what changed,
+which files failed and why, and when; a report is copied out of its job's expiring key the first
+time it is read, so the last sync stays known after the job's events expire.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, cast
+
+from fastapi import APIRouter, Query, status
+
+from services.gateway.deps import RedisDep
+from services.gateway.schemas import IndexJobStarted, LibraryFolder
+from shared.contracts import ScanReport
+from shared.events import index_report_key
+from shared.index_jobs import WATCHED_ROOTS_KEY
+
+router = APIRouter(prefix="/v1", tags=["indexing"])
+JOBS_KEY = "hindsight:library:jobs"  # hash: folder -> its latest index job (id, when it started)
+REPORTS_KEY = "hindsight:library:reports"  # hash: folder -> its latest finished job's ScanReport
+
+
+async def record_index_job(client: RedisDep, root: str, job_id: str) -> None:
+    """Remember ``job_id`` as the latest index job of the folder ``root``, started now."""
+    await client.hset(
+        JOBS_KEY, root, IndexJobStarted(job_id=job_id, started_at=time.time()).model_dump_json()
+    )
+
+
+async def folder_entry(client: RedisDep, root: str, watched: bool) -> LibraryFolder:
+    raw_job = cast(str | None, await client.hget(JOBS_KEY, root))
+    job = IndexJobStarted.model_validate_json(raw_job) if raw_job else None
+    job_id = job.job_id if job else None
+    raw = await client.get(index_report_key(job_id)) if job_id else None
+    if raw:
+        await client.hset(REPORTS_KEY, root, raw)
+    else:
+        raw = await client.hget(REPORTS_KEY, root)
+    report = ScanReport.model_validate_json(raw) if raw else None
+    running = job_id is not None and (report is None or report.job_id != job_id)
+    synced_at = job.started_at if job else None
+    return LibraryFolder(root=root, watched=watched, last_report=report, running=running, synced_at=synced_at)
+
+
+@router.get("/library", response_model=list[LibraryFolder])
+async def library(client: RedisDep) -> list[LibraryFolder]:
+    """Every known folder, by path: watched or not, its last sync's report, whether a sync runs."""
+    watched = set(cast(list[str], await client.hkeys(WATCHED_ROOTS_KEY)))
+    indexed = set(cast(list[str], await client.hkeys(JOBS_KEY)))
+    return [await folder_entry(client, root, root in watched) for root in sorted(watched | indexed)]
+
+
+@router.delete("/library", status_code=status.HTTP_204_NO_CONTENT)
+async def forget_folder(root: Annotated[str, Query(min_length=1)], client: RedisDep) -> None:
+    """Forget a folder: it leaves the list and is no longer watched (its indexed documents stay)."""
+    pipe = client.pipeline()
+    for key in (JOBS_KEY, REPORTS_KEY, WATCHED_ROOTS_KEY):
+        pipe.hdel(key, root)
+    await pipe.execute()

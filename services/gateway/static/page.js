@@ -1,0 +1,592 @@
+"use strict";
+// Hindsight's web page: ask (answer first), search, history with permalinks, the library of folders.
+// Everything goes through the gateway's /v1 API with the key from the field (kept in localStorage).
+const $ = (id) => document.getElementById(id);
+const STAGE_WORDS = {
+  plan: "Understanding the question", search: "Searching your notes", rerank: "Ranking the passages",
+  map: "Reading the passages", reduce: "Writing the answer", waiting: "Waiting for a worker",
+};
+let asking = null; // { id, controller, candidates, started } while a question streams
+
+// ---------- key, API, server-sent events ----------
+
+function hashParams() {
+  return new URLSearchParams(location.hash.slice(1));
+}
+
+function setHash(params) {
+  const text = params.toString();
+  history.replaceState(null, "", location.pathname + (text ? `#${text}` : ""));
+}
+
+function restoreKey() {
+  const params = hashParams();
+  const fromUrl = params.get("key");
+  if (fromUrl) {
+    localStorage.setItem("hindsight-key", fromUrl);
+    params.delete("key");
+    setHash(params);
+  }
+  $("api-key").value = localStorage.getItem("hindsight-key") || "";
+}
+
+function headers(extra = {}) {
+  const key = $("api-key").value.trim();
+  return key ? { "X-API-Key": key, ...extra } : extra;
+}
+
+class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+function reasonOf(body, fallback) {
+  if (typeof body.detail === "string") return body.detail;
+  if (Array.isArray(body.detail)) {
+    return body.detail.map((e) => `${(e.loc || []).filter((p) => p !== "body").join(".")}: ${e.msg}`).join("; ");
+  }
+  return fallback;
+}
+
+async function api(path, options = {}) {
+  let response;
+  try {
+    response = await fetch(path, { ...options, headers: headers(options.headers || {}) });
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
+    throw new ApiError(0, "Hindsight isn't running — start it with `hindsight up`, then reload this page");
+  }
+  if (!response.ok) {
+    let reason = response.statusText;
+    try { reason = reasonOf(await response.json(), reason); } catch (_) { /* not JSON */ }
+    if (response.status === 401) {
+      showKeyProblem(reason);
+      throw new ApiError(401, `The API key was refused (${reason}). Paste a valid key at the top.`);
+    }
+    const retry = response.headers.get("Retry-After");
+    throw new ApiError(response.status, `${reason}${retry ? ` (retry in ${retry} s)` : ""}`);
+  }
+  return response;
+}
+
+function postJson(path, body, options = {}) {
+  return api(path, { method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" }, ...options });
+}
+
+// Server-sent events over fetch, because EventSource cannot send the API key header.
+async function follow(path, onEvent, signal) {
+  const response = await api(path, { headers: { Accept: "text/event-stream" }, signal });
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value.replace(/\r\n/g, "\n");
+    let end;
+    while ((end = buffer.indexOf("\n\n")) !== -1) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+      if (data) onEvent(JSON.parse(data));
+    }
+  }
+}
+
+function showKeyProblem(reason) {
+  const banner = $("key-problem");
+  banner.textContent = `The API key was refused (${reason}). Paste a valid key in the field at the top; ` +
+    "`hindsight open` opens this page with the CLI's key.";
+  banner.hidden = false;
+}
+
+async function checkKey() {
+  $("key-problem").hidden = true;
+  try {
+    await loadHistory();
+    return true;
+  } catch (error) {
+    if (error.status !== 401) showError("ask-error", error);
+    return false;
+  }
+}
+
+// ---------- small DOM helpers ----------
+
+function element(tag, attributes = {}, text = "") {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  if (text) node.textContent = text;
+  return node;
+}
+
+function showError(id, error) {
+  $(id).textContent = error.message || String(error);
+  $(id).hidden = false;
+}
+
+function clearErrors() {
+  for (const id of ["ask-error", "search-error", "index-error"]) $(id).hidden = true;
+}
+
+function fileName(uri) {
+  return uri.split("/").pop();
+}
+
+// Text with each occurrence of a query word wrapped in <mark>; built from text nodes, never HTML.
+function highlighted(text, words) {
+  const fragment = document.createDocumentFragment();
+  const usable = words.filter((w) => w.length > 1).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  if (!usable.length) { fragment.append(text); return fragment; }
+  const pattern = new RegExp(`(${usable.join("|")})`, "gi");
+  let last = 0;
+  for (const match of text.matchAll(pattern)) {
+    fragment.append(text.slice(last, match.index), element("mark", {}, match[0]));
+    last = match.index + match[0].length;
+  }
+  fragment.append(text.slice(last));
+  return fragment;
+}
+
+// ---------- filters (chips) ----------
+
+function filtersOf(containerId) {
+  const container = $(containerId);
+  const value = (name) => container.querySelector(`[data-filter=${name}]`).value.trim();
+  const filters = {};
+  if (value("kind")) filters.kinds = [value("kind")];
+  if (value("space")) filters.spaces = [value("space")];
+  if (value("from")) filters.date_from = `${value("from")}T00:00:00`;
+  if (value("to")) filters.date_to = `${value("to")}T23:59:59`;
+  return filters;
+}
+
+for (const container of document.querySelectorAll("[data-filters]")) {
+  container.addEventListener("input", (e) => {
+    const chip = e.target.closest("label");
+    if (chip) chip.classList.toggle("active", Boolean(e.target.value.trim()));
+  });
+}
+
+// ---------- tabs ----------
+
+function showTab(tab) {
+  for (const button of document.querySelectorAll(".tabs button")) {
+    const selected = button === tab;
+    button.setAttribute("aria-selected", String(selected));
+    $(button.dataset.view).hidden = !selected;
+  }
+  const onAsk = tab.id === "tab-ask";
+  $("answer-section").hidden = !onAsk || !$("answer-section").dataset.filled;
+  $("evidence-section").hidden = !onAsk || !$("evidence-section").dataset.filled;
+}
+
+for (const button of document.querySelectorAll(".tabs button")) button.addEventListener("click", () => showTab(button));
+
+// ---------- asking ----------
+
+function stageExtra(event) {
+  const d = event.data || {};
+  if (event.stage === "plan" && d.plan) {
+    const keywords = d.plan.hard_keywords.length ? `; keywords: ${d.plan.hard_keywords.join(", ")}` : "";
+    return `${d.plan.strategy}, ${d.plan.planner} planner; variations: ${d.plan.variations.join(" | ")}${keywords}`;
+  }
+  if (event.stage === "search" && d.legs) {
+    return "legs: " + Object.entries(d.legs).map(([leg, n]) => `${leg} ${n}`).join(", ") + ` → ${d.candidates} fused`;
+  }
+  if (event.stage === "rerank" && d.received !== undefined) {
+    return `rerank ${d.received} → ${d.kept}${d.used_fallback ? " (fallback top " + d.fallback_k + ")" : ""}${d.model ? "" : " (no cross-encoder: fused order kept)"}`;
+  }
+  return "";
+}
+
+function renderEvent(event) {
+  const item = element("li", { "data-stage": event.stage, "data-status": event.status });
+  item.append(element("span", { class: "stage" }, event.stage), element("span", { class: `status ${event.status}` }, event.status));
+  item.append(element("span", { class: "detail" }, event.detail));
+  if (event.elapsed_ms) item.append(element("span", { class: "ms" }, ` (${Math.round(event.elapsed_ms)} ms)`));
+  const extra = stageExtra(event);
+  if (extra) item.append(element("div", { class: "extra" }, extra));
+  $("stages").append(item);
+  if (event.stage === "search" && event.data && event.data.candidates !== undefined && asking) asking.candidates = event.data.candidates;
+  const line = $("stage-line");
+  line.classList.toggle("warning", event.stage === "waiting");
+  line.textContent = event.stage === "waiting" ? event.detail : `${STAGE_WORDS[event.stage] || event.stage}…`;
+}
+
+function counted(count, noun) {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+function summaryLine(answer, candidates) {
+  const seconds = ((answer.timings_ms && answer.timings_ms.total) || 0) / 1000;
+  const parts = ["Searched your notes"];
+  if (candidates !== undefined && candidates !== null) parts.push(counted(candidates, "passage"));
+  parts.push(counted(answer.sources_explored.length, "source"));
+  if (seconds) parts.push(`${seconds.toFixed(1)} s`);
+  return parts.join(" · ");
+}
+
+function renderAnswer(answer, candidates) {
+  const byNumber = new Map(answer.citations.map((c) => [c.number, c]));
+  const container = $("answer");
+  container.replaceChildren();
+  let list = null;
+  for (const line of answer.markdown.split("\n")) {
+    if (!line.trim()) { list = null; continue; }
+    const bullet = line.match(/^\s*[-*]\s+(.*)$/);
+    const target = bullet ? (list ||= container.appendChild(element("ul"))).appendChild(element("li")) : container.appendChild(element("p"));
+    if (!bullet) list = null;
+    const text = bullet ? bullet[1] : line;
+    let last = 0;
+    for (const match of text.matchAll(/\[(\d+)\]/g)) {
+      target.append(text.slice(last, match.index));
+      const citation = byNumber.get(Number(match[1]));
+      const link = element("a", { class: "cite" + (citation && !citation.verified ? " unverified" : ""), "data-n": match[1], href: "#" }, match[0]);
+      if (citation) link.title = `${citation.title} — ${citation.source_uri}`;
+      link.addEventListener("click", (e) => { e.preventDefault(); showEvidence(answer.question_id, Number(match[1])); });
+      target.append(link);
+      last = match.index + match[0].length;
+    }
+    target.append(text.slice(last));
+  }
+  const supported = answer.verdicts.filter((v) => v.supported).length;
+  $("verification").textContent = `${counted(answer.citations.length, "citation")}; ${supported}/${answer.verdicts.length} cited claims supported (${answer.mode} mode)`;
+  renderSources(answer.sources_explored);
+  $("stage-line").classList.remove("warning");
+  $("stage-line").textContent = summaryLine(answer, candidates);
+  $("copy").disabled = false;
+  $("copy").onclick = () => copyAnswer(answer);
+}
+
+function renderSources(sources) {
+  const list = $("sources");
+  list.replaceChildren();
+  for (const source of sources) {
+    const item = element("li", { title: source.source_uri });
+    item.append(element("span", { class: "title" }, source.title || fileName(source.source_uri)));
+    const facts = [source.kind, source.space, source.document_date && source.document_date.slice(0, 10)].filter(Boolean);
+    item.append(element("span", { class: "where" }, [...facts, fileName(source.source_uri)].join(" · ")));
+    if (source.preview) item.append(element("span", { class: "preview" }, source.preview));
+    list.append(item);
+  }
+  $("sources-strip").hidden = sources.length === 0;
+}
+
+function answerMarkdown(answer) {
+  const sources = answer.citations.map((c) => `[${c.number}] ${c.title} — ${c.source_uri}${c.page ? `, p. ${c.page}` : ""}\n    > ${c.quote.replace(/\s+/g, " ")}`);
+  return `## ${answer.question}\n\n${answer.markdown}\n\n### Sources\n\n${sources.join("\n")}\n`;
+}
+
+async function copyAnswer(answer) {
+  const text = answerMarkdown(answer);
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch (_) {
+    const area = element("textarea");
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+  $("copy-status").textContent = "copied";
+  setTimeout(() => { $("copy-status").textContent = ""; }, 2000);
+}
+
+function openAnswerSection(question, id) {
+  $("answer-question").textContent = question;
+  $("answer").replaceChildren();
+  $("verification").textContent = "";
+  $("sources-strip").hidden = true;
+  $("stages").replaceChildren();
+  $("stage-details").open = false;
+  $("stage-line").textContent = "Starting…";
+  $("copy").disabled = true;
+  $("evidence-section").hidden = true;
+  delete $("evidence-section").dataset.filled;
+  $("permalink").href = `#q=${id}`;
+  $("answer-section").dataset.filled = "1";
+  $("answer-section").hidden = false;
+}
+
+async function streamQuestion(id) {
+  asking = { id, controller: new AbortController(), candidates: null };
+  $("cancel").hidden = false;
+  $("ask").disabled = true;
+  try {
+    await follow(`/v1/questions/${id}/events`, (event) => {
+      if (event.stage === "answer" && event.status === "done") renderAnswer(event.data.answer, asking.candidates);
+      else if (event.stage === "answer") throw new Error(event.detail);
+      else renderEvent(event);
+    }, asking.controller.signal);
+  } catch (error) {
+    if (error.name !== "AbortError") {
+      showError("ask-error", error);
+      $("stage-line").textContent = `Stopped: ${error.message}`;
+    }
+  } finally {
+    asking = null;
+    $("cancel").hidden = true;
+    $("ask").disabled = false;
+    loadHistory().catch(() => {});
+  }
+}
+
+$("ask-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  clearErrors();
+  const question = $("question").value.trim();
+  if (!question) return;
+  const filters = filtersOf("ask-filters");
+  const options = { strategy: $("strategy").value || null, filters };
+  try {
+    $("ask").disabled = true;
+    const accepted = await (await postJson("/v1/questions", { question, options })).json();
+    const params = hashParams();
+    params.set("q", accepted.id);
+    setHash(params);
+    openAnswerSection(question, accepted.id);
+    loadHistory().catch(() => {});
+    await streamQuestion(accepted.id);
+  } catch (error) {
+    showError("ask-error", error);
+    $("ask").disabled = false;
+  }
+});
+
+$("cancel").addEventListener("click", async () => {
+  if (!asking) return;
+  try {
+    await api(`/v1/questions/${asking.id}`, { method: "DELETE" });
+  } catch (error) {
+    showError("ask-error", error);
+  }
+});
+
+async function showEvidence(questionId, number) {
+  const panel = $("evidence");
+  $("evidence-section").dataset.filled = "1";
+  $("evidence-section").hidden = false;
+  $("evidence-number").textContent = `[${number}]`;
+  panel.replaceChildren(element("p", { class: "muted" }, "loading…"));
+  try {
+    const evidence = await (await api(`/v1/questions/${questionId}/citations/${number}`)).json();
+    const where = evidence.line ? `:${evidence.line}` : evidence.page ? `, p. ${evidence.page}` : "";
+    const passage = element("pre");
+    passage.append(evidence.before, element("mark", {}, evidence.quote), evidence.after);
+    const heading = element("p", { class: "evidence-title" });
+    if (evidence.thread_url) heading.append(element("a", { href: evidence.thread_url, target: "_blank", rel: "noopener noreferrer" }, evidence.title));
+    else heading.append(evidence.title);
+    const parts = [heading];
+    if (evidence.turn_question) parts.push(element("p", { class: "turn" }, `Asked: ${evidence.turn_question}`));
+    parts.push(element("p", { class: "muted" }, `${evidence.thread_url || evidence.source_uri}${where} — ${evidence.verified ? "verified" : "unverified"}` +
+      (evidence.located ? "" : " — source text unavailable, showing the quote")));
+    parts.push(passage);
+    panel.replaceChildren(...parts);
+    $("evidence-section").scrollIntoView({ block: "nearest" });
+    passage.querySelector("mark").scrollIntoView({ block: "center" });
+  } catch (error) {
+    panel.replaceChildren(element("p", { class: "error" }, error.message));
+  }
+}
+
+// ---------- history and permalinks ----------
+
+async function loadHistory() {
+  const entries = await (await api("/v1/questions?limit=50")).json();
+  const list = $("history");
+  list.replaceChildren();
+  if (!entries.length) list.append(element("li", { class: "muted" }, "no questions yet"));
+  for (const entry of entries) {
+    const item = element("li", { "data-id": entry.id });
+    const link = element("a", { href: `#q=${entry.id}`, title: entry.question }, entry.question);
+    link.addEventListener("click", (e) => { e.preventDefault(); openQuestion(entry.id); });
+    item.append(link, element("span", { class: `muted ${entry.status}` }, entry.status === "done" ? new Date(entry.asked_at * 1000).toLocaleDateString() : entry.status));
+    list.append(item);
+  }
+}
+
+async function openQuestion(id) {
+  clearErrors();
+  showTab($("tab-ask"));
+  const params = hashParams();
+  params.set("q", id);
+  setHash(params);
+  try {
+    const state = await (await api(`/v1/questions/${id}`)).json();
+    openAnswerSection(state.answer ? state.answer.question : "…", id);
+    if (state.status === "done") {
+      renderAnswer(state.answer, null);
+    } else if (state.status === "failed") {
+      $("stage-line").textContent = `Failed: ${state.error}`;
+      showError("ask-error", new Error(state.error));
+    } else {
+      await streamQuestion(id);
+    }
+  } catch (error) {
+    showError("ask-error", error);
+  }
+}
+
+// ---------- search ----------
+
+function howFound(ranks) {
+  return Object.entries(ranks).sort((a, b) => a[1] - b[1]).map(([leg, rank]) => `${leg} #${rank}`).join(", ");
+}
+
+$("search-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  clearErrors();
+  const query = $("search-query").value.trim();
+  if (!query) return;
+  $("search").disabled = true;
+  $("results").replaceChildren();
+  $("search-summary").textContent = "searching…";
+  try {
+    const body = { query, mode: $("search-mode").value, limit: 20, filters: filtersOf("search-filters") };
+    const result = await (await postJson("/v1/search", body)).json();
+    const words = query.replace(/["“”`']/g, "").split(/\s+/);
+    for (const candidate of result.candidates) {
+      const chunk = candidate.chunk;
+      const item = element("li");
+      const head = element("div", { class: "head" });
+      head.append(element("strong", {}, chunk.title), element("span", { class: "muted" }, fileName(chunk.source_uri)));
+      head.append(element("span", { class: "score" }, `score ${candidate.fused_score.toFixed(3)} · ${howFound(candidate.ranks)}`));
+      const text = element("div", { class: "text" });
+      text.append(highlighted((candidate.passage || chunk.text).trim(), words));
+      item.append(head, text);
+      $("results").append(item);
+    }
+    const mode = result.resolved_mode + (result.mode === "auto" ? " (auto)" : "");
+    $("search-summary").textContent = `${result.candidates.length} passages · ${mode} · ${Math.round(result.elapsed_ms)} ms` +
+      (result.notes.length ? ` · ${result.notes.join("; ")}` : "");
+  } catch (error) {
+    $("search-summary").textContent = "";
+    showError("search-error", error);
+  } finally {
+    $("search").disabled = false;
+  }
+});
+
+// ---------- library ----------
+
+function folderFacts(folder) {
+  const report = folder.last_report;
+  const facts = [counted(folder.documents, "document")];
+  if (report && report.failed) facts.push(`${report.failed} failed`);
+  if (folder.running) facts.push("syncing now");
+  else if (folder.synced_at) facts.push(`last sync ${new Date(folder.synced_at * 1000).toLocaleString()}`);
+  facts.push(folder.watched ? "kept in sync" : "not watched");
+  return facts.join(" · ");
+}
+
+async function loadLibrary() {
+  let folders = [];
+  try {
+    folders = await (await api("/v1/library")).json();
+  } catch (error) {
+    if (error.status !== 401) showError("index-error", error);
+  }
+  const list = $("folders");
+  list.replaceChildren();
+  for (const folder of folders) {
+    const report = folder.last_report;
+    const item = element("li", { "data-root": folder.root });
+    item.append(element("strong", {}, folder.root));
+    item.append(element("div", { class: report && report.failed ? "error" : "muted" }, folderFacts(folder)));
+    for (const failure of (report && report.failures) || []) {
+      item.append(element("div", { class: "error" }, `${fileName(failure.path)}: ${failure.reason}`));
+    }
+    const actions = element("div", { class: "actions" });
+    const reindex = element("button", { type: "button", class: "secondary" }, "Re-index");
+    reindex.addEventListener("click", () => indexFolder(folder.root, false));
+    const watch = element("button", { type: "button", class: "secondary" }, folder.watched ? "Stop watching" : "Watch");
+    watch.addEventListener("click", () => toggleWatch(folder.root, folder.watched));
+    const forget = element("button", { type: "button", class: "secondary", title: "its indexed documents stay searchable" }, "Remove from list");
+    forget.addEventListener("click", () => forgetFolder(folder.root));
+    actions.append(reindex, watch, forget);
+    item.append(actions);
+    list.append(item);
+  }
+}
+
+async function forgetFolder(root) {
+  clearErrors();
+  try {
+    await api(`/v1/library?root=${encodeURIComponent(root)}`, { method: "DELETE" });
+  } catch (error) {
+    showError("index-error", error);
+  }
+  await loadLibrary();
+}
+
+async function toggleWatch(root, isWatched) {
+  clearErrors();
+  try {
+    if (isWatched) await api(`/v1/watch?root=${encodeURIComponent(root)}`, { method: "DELETE" });
+    else await postJson("/v1/watch", { root });
+  } catch (error) {
+    showError("index-error", error);
+  }
+  await loadLibrary();
+}
+
+async function indexFolder(root, watch) {
+  const progress = $("index-progress"), status = $("index-status");
+  clearErrors();
+  $("index-start").disabled = true;
+  status.classList.remove("failed");
+  progress.hidden = false; progress.value = 0; progress.max = 1;
+  status.textContent = "scanning…";
+  try {
+    if (watch) await postJson("/v1/watch", { root });
+    const accepted = await (await postJson("/v1/index", { root })).json();
+    await follow(accepted.events_url, (event) => {
+      if (event.stage === "scan" && event.status === "done") {
+        progress.max = Math.max(1, event.data.new + event.data.changed);
+        status.textContent = event.detail;
+      } else if (event.stage === "document" && event.data.progress) {
+        const job = event.data.progress;
+        progress.max = Math.max(1, job.total);
+        progress.value = job.done;
+        status.textContent = `${job.done}/${job.total} documents — ${event.detail}`;
+      } else if (event.stage === "index" && event.status === "failed") {
+        const reasons = ((event.data && event.data.failures) || []).map((f) => f.reason).join("; ");
+        throw new Error(`indexing failed: ${reasons || event.detail}`);
+      } else if (event.stage === "index") {
+        progress.value = progress.max;
+        const report = event.data;
+        const failures = [...(report.failures || []), ...(report.skipped_files || [])].map((f) => `; ${f.path}: ${f.reason}`).join("");
+        const failed = (report.failed || 0) > 0;
+        status.textContent = `${failed ? `indexed with ${report.failed} failed` : "indexed"} — ${event.detail}${failures}`;
+        status.classList.toggle("failed", failed);
+      }
+    });
+  } catch (error) {
+    status.textContent = `failed — ${error.message}`;
+    status.classList.add("failed");
+    showError("index-error", error);
+  } finally {
+    $("index-start").disabled = false;
+    loadLibrary();
+  }
+}
+
+$("index-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  indexFolder($("index-root").value.trim(), $("index-watch").checked);
+});
+
+// ---------- start ----------
+
+$("api-key").addEventListener("change", async () => {
+  localStorage.setItem("hindsight-key", $("api-key").value.trim());
+  if (await checkKey()) loadLibrary();
+});
+
+(async function start() {
+  restoreKey();
+  if (!(await checkKey())) return;
+  loadLibrary();
+  const id = hashParams().get("q");
+  if (id) openQuestion(id);
+})();

@@ -1,0 +1,62 @@
+"""A cited passage of a Markdown file as its reader knows it: front matter is never shown as evidence,
+and a passage of an exported Perplexity thread names the thread's perplexity.ai address (from the
+front matter) and the turn's question (the ``##`` heading the quote sits under).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from services.gateway.evidence import EVIDENCE_MAX_BYTES, readable_source
+from services.gateway.schemas import Evidence
+from shared.contracts import Citation
+from shared.markdown_source import MARKDOWN_SUFFIXES, split_front_matter
+from shared.safe_files import RefusedFileError, read_regular_file
+
+TURN_HEADING = "## "
+
+
+def with_source_context(evidence: Evidence, citation: Citation, roots: list[Path]) -> Evidence:
+    """``evidence`` without front matter in its context, plus the thread's address and the turn's
+    question when the source is a Markdown file with them."""
+    path = readable_source(citation.source_uri, roots)
+    if path is None or path.suffix.lower() not in MARKDOWN_SUFFIXES:
+        return evidence
+    try:
+        text = read_regular_file(path, EVIDENCE_MAX_BYTES, roots).decode("utf-8")
+    except (OSError, UnicodeDecodeError, RefusedFileError):
+        return evidence
+    header, body_start = split_front_matter(text)
+    if evidence.located:
+        window_start = text.find(evidence.before + evidence.quote)
+        if 0 <= window_start < body_start:
+            evidence.before = evidence.before[body_start - window_start :]
+    fields = front_matter_fields(header)
+    url = fields.get("url")
+    if isinstance(url, str) and url.startswith("https://"):
+        evidence.thread_url = url
+    evidence.turn_question = turn_question(text, citation.char_start, body_start)
+    return evidence
+
+
+def front_matter_fields(header: str | None) -> dict[str, object]:
+    if not header:
+        return {}
+    try:
+        parsed = yaml.safe_load(header)
+    except yaml.YAMLError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def turn_question(text: str, quote_start: int, body_start: int) -> str | None:
+    """The text of the last ``## `` heading before ``quote_start`` (the turn a thread's quote is in)."""
+    line_start = text.rfind("\n" + TURN_HEADING, body_start, max(body_start, quote_start))
+    if line_start == -1:
+        return None
+    line_end = text.find("\n", line_start + 1)
+    return (
+        text[line_start + 1 + len(TURN_HEADING) : line_end if line_end != -1 else len(text)].strip() or None
+    )

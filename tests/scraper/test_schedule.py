@@ -1,0 +1,48 @@
+"""The scheduled sync (``HINDSIGHT_SCRAPE_EVERY``) on a real Redis: off by default, queues a scrape
+run on its period, and never a second one while a run holds the lock."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import redis
+
+from services.scraper.schedule import run_schedule, start_scheduled_sync, sync_once
+from shared.contracts import ScrapeRequest
+from shared.scrape_runs import SCRAPE_LOCK_KEY, release_lock, scrape_job_key
+from shared.settings import Settings
+
+
+def test_the_schedule_is_off_unless_configured() -> None:
+    assert Settings().scrape_every == timedelta(0)
+    assert start_scheduled_sync(Settings()) is None
+    assert Settings(scrape_every="PT6H").scrape_every == timedelta(hours=6)  # type: ignore[arg-type]
+
+
+def test_a_sync_queues_one_run_and_none_while_it_holds_the_lock(redis_env: redis.Redis) -> None:
+    settings, queued = Settings(), list[ScrapeRequest]()
+
+    job_id = sync_once(settings, redis_env, queued.append)
+    skipped = sync_once(settings, redis_env, queued.append)
+
+    assert job_id is not None and skipped is None
+    assert redis_env.get(SCRAPE_LOCK_KEY) == job_id and redis_env.exists(scrape_job_key(job_id))
+    assert [request.job_id for request in queued] == [job_id]
+    release_lock(job_id, redis_env)
+    assert sync_once(settings, redis_env, queued.append) not in (None, job_id)
+
+
+def test_the_schedule_syncs_on_its_period_until_stopped() -> None:
+    settings = Settings(scrape_every=timedelta(seconds=0.05))
+    stop = threading.Event()
+    calls: list[Settings] = []
+
+    def sync(given: Settings) -> None:
+        calls.append(given)
+        if len(calls) == 3:
+            stop.set()
+
+    run_schedule(settings, stop, sync)
+
+    assert len(calls) == 3

@@ -1,0 +1,108 @@
+"""``/v1/scrape`` on a real gateway process and a real scrape worker, against the replay server:
+auth, no worker → 503, one run at a time, and the events of the run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from shared.api_keys import KeyFile
+from shared.contracts import Event
+from shared.events import EventStream
+from shared.scrape_runs import SCRAPE_LOCK_KEY
+from testing.perplexity_replay import ReplayServer
+from testing.processes import free_port, wait_for
+from tests.gateway.conftest import REPO, Gateway, hindsight_env, start_gateway
+from tests.scraper.conftest import CHROMIUM, write_state
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+
+@pytest.fixture
+def gateway(redis_url: str, replay: ReplayServer, tmp_path: Path) -> Iterator[Gateway]:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    write_state(data_dir / "perplexity-state.json", "token-ok")
+    port = free_port()
+    env = hindsight_env(
+        data_dir,
+        redis_url,
+        port,
+        HINDSIGHT_PERPLEXITY_BASE_URL=replay.base_url,
+        HINDSIGHT_CHROMIUM_PATH=CHROMIUM,
+        HINDSIGHT_SCRAPE_HEADLESS="true",
+        HINDSIGHT_SCRAPE_LIST_PAGE_SIZE="3",
+        HINDSIGHT_SCRAPE_PAGE_DELAY_S="0",
+        HINDSIGHT_SCRAPE_PAGE_JITTER_S="0",
+        HINDSIGHT_SCRAPE_THREAD_DELAY_S="0",
+        HINDSIGHT_SCRAPE_THREAD_JITTER_S="0",
+    )
+    process = start_gateway(env, data_dir / "gateway.log")
+    url = f"http://127.0.0.1:{port}"
+    wait_for(lambda: httpx.get(f"{url}/metrics").status_code == 200, 30, "the gateway")
+    yield Gateway(url, env, data_dir)
+    process.terminate()
+    process.wait(10)
+
+
+@pytest.fixture
+def scrape_worker(gateway: Gateway) -> Iterator[None]:
+    argv = [sys.executable, "-m", "celery", "-A", "services.scraper.tasks", "worker", "-Q", "scrape"]
+    process = subprocess.Popen(
+        [*argv, "-n", "scraper@%h", "--concurrency", "1", "--loglevel", "WARNING"], cwd=REPO, env=gateway.env
+    )
+    yield
+    process.terminate()
+    process.wait(20)
+
+
+def key_for(gateway: Gateway) -> str:
+    return KeyFile(gateway.data_dir / "api_keys.json").create("scrape-test")[1]
+
+
+def test_scraping_needs_a_key(gateway: Gateway) -> None:
+    assert gateway.client().post("/v1/scrape", json={}).status_code == 401
+
+
+def test_without_a_scrape_worker_the_request_is_refused_with_how_to_start_one(gateway: Gateway) -> None:
+    reply = gateway.client(key_for(gateway)).post("/v1/scrape", json={})
+
+    assert reply.status_code == 503
+    assert "hindsight up" in reply.json()["detail"]
+
+
+def scrape_done(store: redis.Redis, job_id: str) -> Event | None:
+    events = [e for _, e in EventStream(job_id, store).read()]
+    return next((e for e in events if e.stage == "scrape" and e.status in ("done", "failed")), None)
+
+
+def test_one_run_at_a_time_and_a_run_that_changed_nothing_ends_its_stream_after_the_export(
+    gateway: Gateway, scrape_worker: None, redis_url: str
+) -> None:
+    client = gateway.client(key_for(gateway))
+    store = redis.Redis.from_url(redis_url, decode_responses=True)
+    wait_for(lambda: client.post("/v1/scrape", json={}).status_code == 202, 60, "a live scrape worker")
+    first = store.get(SCRAPE_LOCK_KEY)
+    assert first is not None
+
+    assert client.post("/v1/scrape", json={}).status_code == 409
+    wait_for(lambda: scrape_done(store, first) is not None, 120, "the first export")
+    done = scrape_done(store, first)
+    assert done is not None and done.status == "done"
+    assert done.data["new"] == 6 and done.data["index_queued"] is True
+    wait_for(lambda: store.get(SCRAPE_LOCK_KEY) is None, 10, "the lock's release")
+
+    second = client.post("/v1/scrape", json={}).json()["job_id"]
+    with client.stream("GET", f"/v1/scrape/{second}/events", timeout=120) as stream:
+        names = [line for line in stream.iter_lines() if line.startswith("event:")]
+
+    assert names[0] == "event: scrape" and names[-1] == "event: scrape"
+    last = scrape_done(store, second)
+    assert last is not None and last.data["unchanged"] == 6 and last.data["index_queued"] is False
+    assert client.get("/v1/scrape/unknown/events").status_code == 404

@@ -1,0 +1,66 @@
+"""Sentence segmentation of real source shapes: hard-wrapped prose, abbreviations, lists, code."""
+
+from __future__ import annotations
+
+from services.synthesizer.segmentation import segment
+
+WRAPPED = (
+    "Debian GNU/Linux is the result of a volunteer effort to create a\n"
+    "free, high-quality Unix-compatible operating system, complete\n"
+    "with a suite of applications. The idea of a free Unix-like system\n"
+    "originates from the GNU project, e.g. from Dr. Stallman's work in 1983.\n"
+)
+
+
+def test_hard_wrapped_sentences_come_whole_with_their_exact_spans() -> None:
+    sentences = segment(WRAPPED)
+
+    assert [" ".join(s.text.split()) for s in sentences] == [
+        "Debian GNU/Linux is the result of a volunteer effort to create a free, high-quality "
+        "Unix-compatible operating system, complete with a suite of applications.",
+        "The idea of a free Unix-like system originates from the GNU project, e.g. from Dr. "
+        "Stallman's work in 1983.",
+    ]
+    assert all(WRAPPED[s.start : s.end] == s.text for s in sentences)
+    assert all(s.is_complete for s in sentences)
+
+
+def test_headings_list_items_and_code_blocks_are_kept_apart_from_prose() -> None:
+    text = (
+        "# Installing\n"
+        "Run the installer\n"
+        "as root. It asks two questions.\n"
+        "\n"
+        "1. Choose a mirror.\n"
+        "2. Pick version 1.2.3 of the tools.\n"
+        "\n"
+        "```\n"
+        "apt-get install foo. Then reboot.\n"
+        "```\n"
+        "\n"
+        "    indented code. also code.\n"
+    )
+    sentences = segment(text)
+
+    assert [(s.text, s.heading) for s in sentences] == [
+        ("Installing", True),
+        ("Run the installer\nas root.", False),
+        ("It asks two questions.", False),
+        ("Choose a mirror.", False),
+        ("Pick version 1.2.3 of the tools.", False),
+    ]
+    assert all(text[s.start : s.end] == s.text for s in sentences)
+
+
+def test_a_line_cut_before_its_sentence_ends_is_not_a_complete_sentence() -> None:
+    cut = segment("Like most Linux distributions, Debian GNU/Linux provides:\n\nthe kernel and a\n")
+
+    assert [s.is_complete for s in cut] == [False, False]
+
+
+def test_table_rows_and_symbol_lines_are_not_prose() -> None:
+    table, prose = segment(
+        "|match | ~U | |upgradable | | |--------------+------|.\n\nThe tool upgrades packages.\n"
+    )
+
+    assert (table.is_prose, prose.is_prose) == (False, True)

@@ -1,0 +1,215 @@
+"""The web page in real Chromium at 1280 and 390 px against the real local stack: the answer first,
+its sources and stage summary, history and permalinks, copy, search with filters, the library, dark
+mode, a clickable ``[n]`` on a phone, a question with no worker to take it, and a wrong key."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+QUESTION = "What is my sourdough starter called?"
+ANSWER_TIMEOUT_MS = 90_000
+NO_WORKER = (
+    "no live worker for the retrieve, rerank, map and reduce stages "
+    "(the retriever, reranker, mapper and reducer workers)"
+)
+
+
+def ask(page: Page, question: str) -> None:
+    page.fill("#question", question)
+    page.click("#ask")
+    page.wait_for_selector("#answer a.cite, #ask-error:not([hidden])", timeout=ANSWER_TIMEOUT_MS)
+    expect(page.locator("#ask-error")).to_be_hidden()
+    expect(page.locator("#answer a.cite").first).to_be_visible()
+
+
+def no_sideways_scroll(page: Page) -> bool:
+    return bool(page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"))
+
+
+@pytest.mark.parametrize("width_name", list(WIDTHS))
+def test_the_answer_comes_first_with_its_sources_and_a_one_line_stage_summary(
+    browser: Browser, stack: Stack, width_name: str
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS[width_name])
+    ask(page, QUESTION)
+    answer_top = page.locator("#answer").bounding_box()["y"]  # type: ignore[index]
+    assert answer_top < page.locator("#stage-details").bounding_box()["y"]  # type: ignore[index]
+    expect(page.locator("#answer")).to_contain_text("Clint")
+    expect(page.locator("#stage-line")).to_have_text(
+        re.compile(r"^Searched your notes · \d+ passages · \d+ sources")
+    )
+    expect(page.locator("#sources li").first).to_be_visible()
+    expect(page.locator("#stages")).to_be_hidden()
+    screenshot(page, f"answer-first-{width_name}")
+
+    page.click("#stage-line")
+    expect(page.locator("#stages li[data-stage=rerank]").first).to_be_visible()
+    screenshot(page, f"stages-expanded-{width_name}")
+    assert no_sideways_scroll(page)
+
+
+def test_a_citation_opens_its_evidence_with_one_tap_at_phone_width(browser: Browser, stack: Stack) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["phone"])
+    ask(page, QUESTION)
+    citation = page.locator("#answer a.cite").first
+    box = citation.bounding_box()
+    assert box is not None and box["width"] >= 24 and box["height"] >= 20, box
+    citation.click()
+    expect(page.locator("#evidence mark")).to_be_visible()
+    assert "Clint" in page.locator("#evidence pre").inner_text()
+    assert "---" not in page.locator("#evidence pre").inner_text()[:5]
+    assert no_sideways_scroll(page)
+    screenshot(page, "evidence-phone")
+
+
+def test_a_perplexity_thread_is_cited_by_its_title_question_and_address(
+    browser: Browser, stack: Stack
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    ask(page, "How long can sourdough proof in the fridge?")
+    thread_source = page.locator("#sources li", has_text="Proofing sourdough")
+    expect(thread_source).to_contain_text("markdown · Baking · 2025-03-02")
+    thread_citation = page.locator("#answer a.cite[title*='Proofing sourdough']").first
+    thread_citation.click()
+    title = page.locator("#evidence .evidence-title a")
+    expect(title).to_have_text("Proofing sourdough in the fridge")
+    assert (
+        title.get_attribute("href")
+        == "https://www.perplexity.ai/search/proofing-sourdough-in-the-fridge-7f1c"
+    )
+    expect(page.locator("#evidence .turn")).to_have_text(
+        "Asked: How long can sourdough dough proof in the fridge?"
+    )
+    assert "source:" not in page.locator("#evidence pre").inner_text()
+    screenshot(page, "perplexity-evidence-desktop")
+
+
+def test_history_lists_the_question_and_its_permalink_reopens_the_answer(
+    browser: Browser, stack: Stack
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    ask(page, QUESTION)
+    expect(page.locator("#history li a").first).to_have_text(QUESTION)
+    permalink = page.locator("#permalink").get_attribute("href")
+    assert permalink and permalink.startswith("#q=")
+
+    again = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["phone"])
+    again.goto(f"{stack.url}/{permalink}")
+    again.reload()
+    expect(again.locator("#answer a.cite").first).to_be_visible()
+    expect(again.locator("#answer-question")).to_have_text(QUESTION)
+    screenshot(again, "permalink-phone")
+
+
+def test_copy_puts_the_answer_and_its_sources_on_the_clipboard_as_markdown(
+    browser: Browser, stack: Stack
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    ask(page, QUESTION)
+    page.click("#copy")
+    expect(page.locator("#copy-status")).to_have_text("copied")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith(f"## {QUESTION}") and "### Sources" in copied
+    assert re.search(r"^\[1\] .+ — /.+sourdough\.md", copied, re.MULTILINE), copied
+
+
+@pytest.mark.parametrize("width_name", list(WIDTHS))
+def test_search_highlights_matches_and_its_filters_narrow_the_results(
+    browser: Browser, stack: Stack, width_name: str
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS[width_name])
+    page.click("#tab-search")
+    page.fill("#search-query", "rye flour")
+    page.select_option("#search-mode", "exact")
+    page.select_option("#search-filters [data-filter=kind]", "markdown")
+    page.click("#search")
+    expect(page.locator("#results li").first).to_contain_text("sourdough.md")
+    expect(page.locator("#results li mark").first).to_have_text(re.compile("rye", re.IGNORECASE))
+    expect(page.locator("#search-summary")).to_contain_text("exact")
+    assert no_sideways_scroll(page)
+    screenshot(page, f"search-{width_name}")
+
+    page.select_option("#search-filters [data-filter=kind]", "pdf")
+    page.click("#search")
+    expect(page.locator("#search-summary")).to_contain_text("0 passages")
+    expect(page.locator("#results li")).to_have_count(0)
+
+
+def test_library_indexes_watches_and_shows_a_failed_file_as_failed(browser: Browser, stack: Stack) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    broken = str(stack.library / "broken")
+    page.fill("#index-root", broken)
+    page.check("#index-watch")
+    page.click("#index-start")
+    expect(page.locator("#index-status")).to_contain_text("indexed with 1 failed", timeout=60_000)
+    expect(page.locator("#index-status")).to_have_class(re.compile("failed"))
+    folder = page.locator(f"#folders li[data-root='{broken}']")
+    expect(folder).to_contain_text("0 documents · 1 failed · last sync")
+    expect(folder).to_contain_text("kept in sync")
+    expect(folder).to_contain_text("scan.pdf: corrupt PDF")
+    notes = page.locator(f"#folders li[data-root='{stack.library / 'samples' / 'notes'}']")
+    expect(notes).to_contain_text("2 documents")
+    screenshot(page, "library-desktop")
+
+    folder.get_by_role("button", name="Stop watching").click()
+    expect(page.locator(f"#folders li[data-root='{broken}']")).to_contain_text("not watched")
+    page.locator(f"#folders li[data-root='{broken}']").get_by_role("button", name="Remove from list").click()
+    expect(page.locator(f"#folders li[data-root='{broken}']")).to_have_count(0)
+
+
+def test_dark_mode_follows_the_system(browser: Browser, stack: Stack) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["phone"], dark=True)
+    ask(page, QUESTION)
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(17, 22, 27)", background
+    screenshot(page, "dark-phone")
+
+
+def test_a_question_with_no_worker_to_take_it_is_refused_at_once(
+    browser: Browser, workerless_gateway: Stack
+) -> None:
+    gateway = workerless_gateway
+    page = open_page(browser, f"{gateway.url}/#key={gateway.key}", WIDTHS["phone"])
+    page.fill("#question", QUESTION)
+    page.click("#ask")
+    error = page.locator("#ask-error")
+    expect(error).to_contain_text(
+        NO_WORKER,
+        timeout=15_000,
+    )
+    expect(error).to_contain_text("hindsight up")
+    expect(page.locator("#ask")).to_be_enabled()
+    screenshot(page, "no-worker-phone")
+
+
+def test_a_question_waiting_for_a_worker_says_so_and_can_be_cancelled(
+    browser: Browser, queueing_gateway: Stack
+) -> None:
+    gateway = queueing_gateway
+    page = open_page(browser, f"{gateway.url}/#key={gateway.key}", WIDTHS["desktop"])
+    page.fill("#question", QUESTION)
+    page.click("#ask")
+    line = page.locator("#stage-line")
+    expect(line).to_contain_text(
+        "waiting for a worker: no live worker for the retrieve, rerank", timeout=40_000
+    )
+    screenshot(page, "waiting-desktop")
+    page.click("#cancel")
+    expect(page.locator("#ask-error")).to_contain_text("cancelled by the person who asked")
+    expect(page.locator("#ask")).to_be_enabled()
+    expect(page.locator("#cancel")).to_be_hidden()
+    expect(page.locator("#history li").first).to_contain_text("failed")
+
+
+def test_a_wrong_key_is_reported_as_soon_as_the_page_opens(browser: Browser, stack: Stack) -> None:
+    page = open_page(browser, f"{stack.url}/#key=hs_not-a-valid-key", WIDTHS["desktop"])
+    banner = page.locator("#key-problem")
+    expect(banner).to_be_visible()
+    expect(banner).to_contain_text("The API key was refused")
+    screenshot(page, "wrong-key-desktop")
