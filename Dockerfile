@@ -87,11 +87,11 @@ EXPOSE 8000
 ENTRYPOINT []
 CMD ["python", "-m", "services.gateway"]
 
-# Debian's Chromium driven by Playwright, on a virtual screen for a headful browser; the first
-# Perplexity login needs a real window, so run `hindsight scrape --login` on the host once and keep
-# the saved state in the data volume.
+# Debian's Chromium driven by Playwright (whose Node.js driver needs libatomic), on a virtual screen
+# for a headful browser; the first Perplexity login needs a real window, so run
+# `hindsight scrape --login` on the host once and keep the saved state in the data volume.
 FROM service AS scraper
-RUN apt-get update && apt-get install -y --no-install-recommends chromium fonts-liberation xvfb \
+RUN apt-get update && apt-get install -y --no-install-recommends chromium fonts-liberation xvfb libatomic1 \
  && rm -rf /var/lib/apt/lists/*
 ENV HINDSIGHT_CHROMIUM_PATH=/usr/bin/chromium HINDSIGHT_XVFB_DISPLAY=:99
 COPY --from=scraper-deps /venv /venv

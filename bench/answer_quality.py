@@ -16,12 +16,15 @@ What each column means (per question, then averaged; citations pooled for precis
   the synthesizer received (``Answer.sources_explored``, in rank order), so the table shows whether
   synthesis keeps the retriever's ranking.
 - ``frag``: share of answer sentences that are fragments. A sentence is whole when it ends with
-  ".", "!" or "?" (closing quotes or brackets allowed), its last word is not an article, preposition
-  or conjunction, and — for an extractive answer — its cited quote starts at the start of a sentence
-  and ends at the end of one in the file's own segmentation (``services.synthesizer.segmentation``).
+  ".", "!" or "?" (closing quotes or brackets allowed), its last word is not an article or a
+  conjunction ("a", "the", "and": a line cut short), and — for an extractive answer — its cited
+  quote starts at the start of a sentence and ends at the end of one in the file's own
+  segmentation (``services.synthesizer.segmentation``).
 - ``verb``: share of citations whose quote equals the cited file's characters at
   ``char_start:char_end`` (read here, independently of the answer's ``verified``); ``line``: share
   whose ``line`` is the line of ``char_start`` in that file.
+- ``none``: answers that said nothing was found; ``failed``: questions that ended failed (a stage's
+  time limit), left out of every other column.
 - ``p50``/``p95``: seconds from asking to the answer; ``syn50``/``syn95``: seconds from the rerank
   event to the answer (the synthesizer's whole stage, queue hops included); ``words``: mean answer
   length in words.
@@ -40,10 +43,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.question_paths import service_stack
 from bench.retrieval_quality import Dataset, index_corpus, load_dataset
 from cli.client import GatewayClient
-from cli.local_key import client_key, ensure_local_key
-from cli.local_stack import LocalStack, wait_until
+from cli.local_key import client_key
 from services.synthesizer.segmentation import segment
 from shared.backends import create_embedder
 from shared.contracts import Answer
@@ -53,9 +56,7 @@ from shared.settings import Settings
 from testing.processes import free_port
 
 MARKER = re.compile(r"\s*\[\d+\]")
-DANGLING = frozenset(
-    ["a", "an", "the", "of", "to", "and", "or", "but", "with", "for", "in", "on", "at", "by", "from", "as"]
-)
+DANGLING = frozenset(["a", "an", "the", "and", "or", "but"])  # English ends sentences with "with", not "the"
 SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 
 
@@ -75,11 +76,14 @@ class Scores:
     synthesis: list[float] = field(default_factory=list)
     words: list[int] = field(default_factory=list)
     nothing_found: int = 0
+    failed: int = 0
 
 
 def whole_sentence(text: str) -> bool:
     words = MARKER.sub("", text).split()
-    return bool(words) and SENTENCE_END.search(words[-1]) is not None and words[-1].lower() not in DANGLING
+    if not words or SENTENCE_END.search(words[-1]) is None:
+        return False
+    return words[-1].rstrip(".!?\"'”’)]").lower() not in DANGLING
 
 
 def quote_is_whole(file_text: str, start: int, end: int) -> bool:
@@ -111,6 +115,8 @@ def score_answer(answer: Answer, relevant: set[str], doc_of: dict[str, str], sco
                 c = by_number[number]
                 whole = whole and quote_is_whole(Path(c.source_uri).read_text(), c.char_start, c.char_end)
         scores.fragments += not whole
+        if not whole:
+            print(f"    fragment: {verdict.sentence!r}")
     for c in answer.citations:
         text = Path(c.source_uri).read_text()
         scores.verbatim += text[c.char_start : c.char_end] == c.quote
@@ -144,22 +150,6 @@ def ask(client: GatewayClient, question: str) -> tuple[Answer, float, float]:
     return Answer.model_validate(last.data["answer"]), wall, last.ts - reranked
 
 
-def running_stack(settings: Settings) -> tuple[LocalStack, GatewayClient]:
-    ensure_local_key(settings)
-    stack = LocalStack(settings)
-    stack.up()
-    client = GatewayClient(settings.gateway_url, client_key(settings), timeout_s=600)
-
-    def healthy() -> bool:
-        try:
-            return client.health()["status"] == "ok"
-        except Exception:
-            return False
-
-    wait_until(healthy, 180, "workers and gateway")
-    return stack, client
-
-
 def show(answer: Answer) -> None:
     print("    " + " ".join(answer.markdown.split())[:400])
     for c in answer.citations:
@@ -186,28 +176,38 @@ def run(
             "llm": llm,
         }
     )
-    # The stack's processes read their settings from the environment; one client asks every
-    # question back to back, far above the gateway's per-key rate limit.
-    os.environ.update({"HINDSIGHT_LLM": llm, "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "1000000"})
-    stack, client = running_stack(settings)
+    # One client asks every question back to back, far above the gateway's per-key rate limit.
+    extra_env = {"HINDSIGHT_LLM": llm, "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "1000000"}
     scores = Scores()
     try:
-        for number, query_id in enumerate(query_ids, start=1):
-            answer, wall, synthesis = ask(client, dataset.queries[query_id])
-            scores.latency.append(wall)
-            scores.synthesis.append(synthesis)
-            score_answer(answer, set(dataset.qrels[query_id]), indexed.file_to_id, scores)
-            print(f"  {number}/{len(query_ids)} {wall:.1f}s {dataset.queries[query_id][:60]!r}", flush=True)
-            if shown:
-                show(answer)
+        with service_stack(settings, extra_env):
+            # An LLM's map can run minutes between two events: a client that waits for them.
+            client = GatewayClient(settings.gateway_url, client_key(settings), timeout_s=600)
+            for number, query_id in enumerate(query_ids, start=1):
+                try:
+                    answer, wall, synthesis = ask(client, dataset.queries[query_id])
+                except RuntimeError as exc:  # the question failed (a stage's time limit): counted, not scored
+                    scores.failed += 1
+                    print(f"  {number}/{len(query_ids)} failed: {exc}", flush=True)
+                    continue
+                scores.latency.append(wall)
+                scores.synthesis.append(synthesis)
+                score_answer(answer, set(dataset.qrels[query_id]), indexed.file_to_id, scores)
+                print(
+                    f"  {number}/{len(query_ids)} {wall:.1f}s {dataset.queries[query_id][:60]!r}", flush=True
+                )
+                if shown:
+                    show(answer)
     finally:
-        stack.down()
         shutil.rmtree(data_dir, ignore_errors=True)
     return scores
 
 
 def print_table(label: str, scores: Scores) -> None:
     n = len(scores.first)
+    if not n:
+        print(f"{label}: no question answered ({scores.failed} failed)")
+        return
     cells = {
         "config": label,
         "n": str(n),
@@ -225,6 +225,7 @@ def print_table(label: str, scores: Scores) -> None:
         "syn95": f"{percentile(scores.synthesis, 0.95):.2f}",
         "words": f"{statistics.mean(scores.words):.0f}",
         "none": str(scores.nothing_found),
+        "failed": str(scores.failed),
     }
     print("| " + " | ".join(cells) + " |")
     print("|" + "---|" * len(cells))

@@ -1,13 +1,20 @@
 """Retrieval quality on any BEIR-format folder: each leg and the product's pipeline, side by side.
 
-Run: ``PYTHONPATH=. python bench/retrieval_quality.py --dataset ../shared/eval/pyfaq-dev``
+Run: ``PYTHONPATH=. python bench/retrieval_quality.py bench/sets/debian-faq bench/sets/r-faq ...``
+
+Given several folders, it prints each set's table, then one table of nDCG@10 per run and set with
+the mean over the sets and the worst set, so one command compares configurations across sets.
 
 The corpus is written out as one Markdown file per document (its title in the front matter, as an
 exporter writes it) and indexed by the product's indexer (``sync_root``: load, chunk, embed, store),
 so the ripgrep leg has real files to search. The built store is cached under ``--cache-dir`` keyed by
 the corpus, the chunking settings, the embedder and the indexer's source: later runs reuse it.
 Results are scored per document (a document ranks where its best chunk ranks): nDCG@10,
-Recall@10/100 and MRR@10.
+Recall@10/100 and MRR@10; "cand@35/@60" is the share of gold documents among the first 35 and 60
+candidates (chunks), the reranker's inputs for a precise and an exhaustive question.
+
+The "whole-document fp32" row is the reference the dense leg must reach: sentence-transformers
+all-MiniLM-L6-v2 over each document's title and text (first 256 tokens), no chunking, no int8.
 
 The rerank row scores with the provisioned cross-encoder only when it has trained weights; the
 offline stand-in's scores mean nothing, so with it (or with no model) the stage passes through and
@@ -27,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from bench.whole_document import WholeDocumentDense
 from provisioning.standin import STANDIN_NAME
 from services.indexer.pipeline import sync_root
 from services.reranker.cross_encoder import model_label
@@ -83,9 +91,9 @@ class IndexedCorpus:
     file_to_id: dict[str, str]
     build_s: float  # measured when it was built
 
-    def document_order(self, chunks_in_rank_order: list[str]) -> list[str]:
-        """Corpus ids in the order of their best chunk (given as the chunks' source paths)."""
-        return list(dict.fromkeys(self.file_to_id[Path(uri).name] for uri in chunks_in_rank_order))
+    def chunk_documents(self, files_in_rank_order: list[str]) -> list[str]:
+        """The corpus id of each ranked chunk (given as its file's name), repeats kept."""
+        return [self.file_to_id[name] for name in files_in_rank_order]
 
 
 def build_key(dataset: Dataset, embedder: OnnxEmbedder, settings: Settings) -> str:
@@ -144,11 +152,23 @@ def reciprocal_rank_at(ranked: list[str], relevant: dict[str, int], k: int) -> f
     return next((1.0 / (i + 1) for i, doc in enumerate(ranked[:k]) if relevant.get(doc, 0) > 0), 0.0)
 
 
+def candidate_recall_at(chunk_documents: list[str], relevant: dict[str, int], k: int) -> float:
+    """Share of gold documents among the documents of the first ``k`` candidates (chunks)."""
+    return recall_at(list(dict.fromkeys(chunk_documents[:k])), relevant, k)
+
+
+def document_order(chunk_documents: list[str]) -> list[str]:
+    """A document ranks where its best chunk ranks."""
+    return list(dict.fromkeys(chunk_documents))
+
+
 METRICS: dict[str, Callable[[list[str], dict[str, int]], float]] = {
-    "nDCG@10": lambda ranked, relevant: ndcg_at(ranked, relevant, 10),
-    "Recall@10": lambda ranked, relevant: recall_at(ranked, relevant, 10),
-    "Recall@100": lambda ranked, relevant: recall_at(ranked, relevant, 100),
-    "MRR@10": lambda ranked, relevant: reciprocal_rank_at(ranked, relevant, 10),
+    "nDCG@10": lambda chunks, relevant: ndcg_at(document_order(chunks), relevant, 10),
+    "Recall@10": lambda chunks, relevant: recall_at(document_order(chunks), relevant, 10),
+    "Recall@100": lambda chunks, relevant: recall_at(document_order(chunks), relevant, 100),
+    "MRR@10": lambda chunks, relevant: reciprocal_rank_at(document_order(chunks), relevant, 10),
+    "cand@35": lambda chunks, relevant: candidate_recall_at(chunks, relevant, 35),
+    "cand@60": lambda chunks, relevant: candidate_recall_at(chunks, relevant, 60),
 }
 
 
@@ -158,7 +178,7 @@ class Run:
 
     name: str
     note: str
-    rank: Callable[[str], list[str]] | None  # None: not measurable here, the note says why
+    rank: Callable[[str], list[str]] | None  # file names of the ranked chunks; None: the note says why
 
 
 @dataclass
@@ -239,10 +259,10 @@ def build_runs(
         return plain.dense(query, depth, SearchFilters())
 
     def by_hits(hits: list[Hit]) -> list[str]:
-        return corpus.document_order([hit.chunk.source_uri for hit in hits])
+        return [Path(hit.chunk.source_uri).name for hit in hits]
 
     def by_candidates(candidates: list[Candidate]) -> list[str]:
-        return corpus.document_order([candidate.chunk.source_uri for candidate in candidates])
+        return [Path(candidate.chunk.source_uri).name for candidate in candidates]
 
     def pipeline_candidates(query: str) -> list[Candidate]:
         """The product's path: rules plan (no LLM planner here), every leg, HyDE by its mode, fused."""
@@ -258,7 +278,13 @@ def build_runs(
 
     hyde_note = f"HyDE {settings.hyde_mode.value}" + ("" if llm else f" (never runs: {no_llm_reason})")
     rerank_note = f"{reranker_note}" if reranker else f"passes through: {reranker_note}"
+    reference = whole_document_reference(corpus)
     runs = [
+        Run(
+            "whole-document fp32",
+            "reference: sentence-transformers MiniLM, title + text, first 256 tokens",
+            lambda q: reference.rank(q, depth),
+        ),
         Run("BM25 only", "LanceDB FTS over title + text", lambda q: by_hits(store.keyword_search(q, depth))),
         Run("dense only", "the question, MiniLM int8", lambda q: by_hits(dense(q))),
         Run(
@@ -291,6 +317,17 @@ def build_runs(
     return runs
 
 
+def whole_document_reference(corpus: IndexedCorpus) -> WholeDocumentDense:
+    """The reference retriever over the same files the store was built from (title and text)."""
+    documents = {}
+    for name in corpus.file_to_id:
+        text = (corpus.folder / "files" / name).read_text(encoding="utf-8")
+        _, front, body = text.split("---\n", 2)
+        title = json.loads(front.removeprefix("title: "))
+        documents[name] = f"{title}\n{body.strip()}"
+    return WholeDocumentDense(documents, corpus.folder / "whole-document-fp32.npy")
+
+
 def fusion_label(settings: Settings) -> str:
     if settings.fusion_method == "alpha":
         return f"α-blend α={settings.fusion_alpha:g}"
@@ -301,7 +338,7 @@ def fusion_label(settings: Settings) -> str:
     return f"weighted RRF k={settings.rrf_k} ({weights})"
 
 
-def evaluate(runs: list[Run], dataset: Dataset, query_ids: list[str]) -> list[Row]:
+def evaluate(runs: list[Run], corpus: IndexedCorpus, dataset: Dataset, query_ids: list[str]) -> list[Row]:
     rows: list[Row] = []
     for run in runs:
         if run.rank is None:
@@ -310,7 +347,7 @@ def evaluate(runs: list[Run], dataset: Dataset, query_ids: list[str]) -> list[Ro
         started = time.perf_counter()
         totals = dict.fromkeys(METRICS, 0.0)
         for query_id in query_ids:
-            ranked = run.rank(dataset.queries[query_id])
+            ranked = corpus.chunk_documents(run.rank(dataset.queries[query_id]))
             for metric, score in METRICS.items():
                 totals[metric] += score(ranked, dataset.qrels[query_id])
         count = max(1, len(query_ids))
@@ -320,8 +357,8 @@ def evaluate(runs: list[Run], dataset: Dataset, query_ids: list[str]) -> list[Ro
     return rows
 
 
-def print_table(rows: list[Row], queries: int, documents: int) -> None:
-    print(f"\n{queries} queries, {documents} documents; scored per document (best chunk)\n")
+def print_table(name: str, rows: list[Row], queries: int, documents: int) -> None:
+    print(f"\n{name}: {queries} queries, {documents} documents; scored per document (best chunk)\n")
     print(f"| run | {' | '.join(METRICS)} | s/query | how |")
     print("|---|" + "---|" * (len(METRICS) + 2))
     for row in rows:
@@ -330,11 +367,29 @@ def print_table(rows: list[Row], queries: int, documents: int) -> None:
         print(f"| {row.run.name} | {' | '.join(scores)} | {seconds} | {row.run.note} |")
 
 
+def print_summary(tables: dict[str, list[Row]], metric: str = "nDCG@10") -> None:
+    """One row per run: its score on every set, the mean over the sets and the worst set."""
+    names = list(tables)
+    print(f"\n{metric} across {len(names)} sets\n")
+    print(f"| run | {' | '.join(names)} | mean | worst |")
+    print("|---|" + "---|" * (len(names) + 2))
+    for index, row in enumerate(next(iter(tables.values()))):
+        scores = {name: rows[index].scores for name, rows in tables.items()}
+        if any(s is None for s in scores.values()):
+            print(f"| {row.run.name} | {' | '.join('n/a' for _ in names)} | n/a | n/a |")
+            continue
+        values = {name: s[metric] for name, s in scores.items() if s is not None}
+        worst = min(values, key=lambda name: values[name])
+        cells = " | ".join(f"{values[name]:.3f}" for name in names)
+        mean = sum(values.values()) / len(values)
+        print(f"| {row.run.name} | {cells} | {mean:.3f} | {values[worst]:.3f} ({worst}) |")
+
+
 def main() -> None:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
-    parser.add_argument("dataset_dir", nargs="?", type=Path, help="a BEIR folder (default: pyfaq-dev)")
-    parser.add_argument("--dataset", type=Path, default=None, help="same as DATASET_DIR")
+    parser.add_argument("dataset_dirs", nargs="*", type=Path, help="BEIR folders (default: pyfaq-dev)")
+    parser.add_argument("--dataset", type=Path, action="append", default=[], help="one more BEIR folder")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--limit", type=int, default=None, help="only the first N queries (development)")
@@ -343,15 +398,21 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings()
     embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
-    dataset = load_dataset(args.dataset_dir or args.dataset or DEFAULT_DATASET)
-    corpus = index_corpus(dataset, args.cache_dir, embedder, settings)
-    print(f"store ready at {corpus.folder}")
-    if args.build_only:
-        return
-    llm, no_llm_reason = hyde_llm(args.hyde, corpus.folder)
-    runs = build_runs(corpus, embedder, llm, settings, args.depth, no_llm_reason)
-    query_ids = sorted(dataset.queries)[: args.limit]
-    print_table(evaluate(runs, dataset, query_ids), len(query_ids), len(dataset.corpus))
+    tables: dict[str, list[Row]] = {}
+    for folder in [*args.dataset_dirs, *args.dataset] or [DEFAULT_DATASET]:
+        dataset = load_dataset(folder)
+        print(f"{folder.name}:", flush=True)
+        corpus = index_corpus(dataset, args.cache_dir, embedder, settings)
+        print(f"  store ready at {corpus.folder}", flush=True)
+        if args.build_only:
+            continue
+        llm, no_llm_reason = hyde_llm(args.hyde, corpus.folder)
+        runs = build_runs(corpus, embedder, llm, settings, args.depth, no_llm_reason)
+        query_ids = sorted(dataset.queries)[: args.limit]
+        tables[folder.name] = evaluate(runs, corpus, dataset, query_ids)
+        print_table(folder.name, tables[folder.name], len(query_ids), len(dataset.corpus))
+    if len(tables) > 1:
+        print_summary(tables)
 
 
 if __name__ == "__main__":

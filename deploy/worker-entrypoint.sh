@@ -12,6 +12,10 @@ printf '%s' "$node_host" > /tmp/celery-node-host
 if [ -n "${HINDSIGHT_XVFB_DISPLAY:-}" ]; then
   Xvfb "$HINDSIGHT_XVFB_DISPLAY" -screen 0 1280x1024x24 -nolisten tcp -nolisten local >/tmp/xvfb.log 2>&1 &
   export DISPLAY="$HINDSIGHT_XVFB_DISPLAY"
+  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do  # up to 4 s for its socket
+    [ -S "/tmp/.X11-unix/X${DISPLAY#:}" ] && break
+    sleep 0.2
+  done
 fi
 for arg; do
   shift

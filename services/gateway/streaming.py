@@ -3,12 +3,16 @@ not an entry id of a stream replays it from the start, rather than breaking it).
 
 A stream ends after its terminal event (the answer, or the index job's report), and also when
 nothing was written to it for ``idle_limit_s`` (the longest its next stage may run): then a last
-``failed`` event says the work stopped, so no reader waits for ever. Each caller may hold at most
-``max_streams_per_key`` streams open on this gateway at once (429 beyond).
+``failed`` event says the work stopped, so no reader waits for ever. Redis down for a moment is
+waited out (read again each second); Redis back without its data (restarted with no append-only
+file) lost the work with the record the gateway wrote on accepting it, and once that record is gone
+a last ``failed`` event says so at once. Each caller may hold at most ``max_streams_per_key`` streams
+open on this gateway at once (429 beyond).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -16,6 +20,8 @@ from typing import Annotated, cast
 
 import redis.asyncio as aioredis
 from fastapi import Header, HTTPException, Request, status
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.metrics import record_rejection
@@ -61,10 +67,12 @@ def event_stream(
     after: str,
     idle_limit_s: float,
     annotate: Callable[[SentEvents], SentEvents] | None = None,
+    record_key: str | None = None,
 ) -> EventSourceResponse:
     """The SSE response for one stream, or 429 when the caller already holds too many open.
     ``annotate`` may rewrite the events on their way out (the questions route turns a quiet spell
-    with a stage's worker gone into a ``waiting`` event)."""
+    with a stage's worker gone into a ``waiting`` event); ``record_key`` is the key whose loss means
+    Redis lost the work."""
     caller = getattr(request.state, "caller", "anonymous")
     limit = request.app.state.settings.max_streams_per_key
     if open_streams(request)[caller] >= limit:
@@ -74,7 +82,9 @@ def event_stream(
             f"{limit} event streams are already open for this key; close one first",
             headers={"Retry-After": "5"},
         )
-    events = stream_events(request, client, stream_id, terminal_stage, resume_point(after), idle_limit_s)
+    events = stream_events(
+        request, client, stream_id, terminal_stage, resume_point(after), idle_limit_s, record_key
+    )
     return EventSourceResponse(counted(request, caller, annotate(events) if annotate else events))
 
 
@@ -106,22 +116,28 @@ async def stream_events(
     terminal_stage: str,
     after: str = STREAM_START,
     idle_limit_s: float = float("inf"),
+    record_key: str | None = None,
 ) -> AsyncIterator[dict[str, str]]:
     """Every event of the stream in order, ending after the terminal stage's done or failed event,
-    or with a ``failed`` event of the terminal stage once nothing was written for ``idle_limit_s``."""
+    or with a ``failed`` event of the terminal stage once nothing was written for ``idle_limit_s``
+    or once ``record_key`` is gone from Redis."""
     last_write = await last_written(client, stream_id)
     block_ms = int(min(SSE_BLOCK_MS, max(idle_limit_s, 0.1) * 1000))
     while not await request.is_disconnected():
-        reply = cast(StreamReply, await client.xread({events_key(stream_id): after}, block=block_ms))
+        try:
+            reply = cast(StreamReply, await client.xread({events_key(stream_id): after}, block=block_ms))
+            lost = not reply and record_key is not None and not await client.exists(record_key)
+        except (RedisConnectionError, RedisTimeoutError):
+            reply, lost = [], False
+            await asyncio.sleep(1)
+        if lost:
+            detail = "Redis lost this work (restarted without its data): start it again"
+            yield {"event": terminal_stage, "data": failed(stream_id, terminal_stage, detail)}
+            return
         if not reply:
             if time.time() - last_write > idle_limit_s:
-                stopped = Event(
-                    stream_id=stream_id,
-                    stage=terminal_stage,
-                    status="failed",
-                    detail=f"no progress for {idle_limit_s:.0f}s: the work stopped; start it again",
-                )
-                yield {"event": terminal_stage, "data": stopped.model_dump_json()}
+                detail = f"no progress for {idle_limit_s:.0f}s: the work stopped; start it again"
+                yield {"event": terminal_stage, "data": failed(stream_id, terminal_stage, detail)}
                 return
             yield {"comment": "keep-alive"}
             continue
@@ -133,3 +149,8 @@ async def stream_events(
                 yield {"id": entry_id, "event": event.stage, "data": fields[EVENT_FIELD]}
                 if event.stage == terminal_stage and event.status in ("done", "failed"):
                     return
+
+
+def failed(stream_id: str, terminal_stage: str, detail: str) -> str:
+    """The JSON of a last ``failed`` event the gateway adds itself (it has no id: it is not stored)."""
+    return Event(stream_id=stream_id, stage=terminal_stage, status="failed", detail=detail).model_dump_json()

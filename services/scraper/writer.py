@@ -8,8 +8,9 @@ the imported file's record and replaces the file.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from enum import StrEnum
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from services.scraper.checkpoint import (
     CheckpointStore,
@@ -36,13 +37,16 @@ class ThreadWriter:
     """Renders changed threads into the export folder and keeps the checkpoint in step.
 
     The checkpoint is saved every ``SAVE_EVERY`` writes and on :meth:`close`, so an interrupted
-    run loses at most a few records, whose files are simply rewritten identically next time.
+    run loses at most a few records, whose files are rewritten next time. A file written under a
+    name the thread has since lost (its title changed between the killed run and the next) is a
+    stray no record claims: writing the thread again removes it.
     """
 
     def __init__(self, export_dir: Path) -> None:
         self.export_dir = export_dir
         self.checkpoint = CheckpointStore(export_dir)
         self._unsaved = 0
+        self._files_by_tail = files_by_tail(export_dir)
 
     def _relpath(self, thread: Thread) -> str:
         relpath = str(thread_relpath(thread))
@@ -102,6 +106,7 @@ class ThreadWriter:
             if kept != record or self.checkpoint.get(thread.uuid) is None:
                 self.checkpoint.put(thread.uuid, kept)
                 self._note_change()
+            self._drop_strays(thread, record.path)
             return WriteOutcome.UNCHANGED, record.path
         write_atomic(self.export_dir / relpath, render_thread(thread).encode("utf-8"))
         if record and record.path != relpath:
@@ -109,7 +114,15 @@ class ThreadWriter:
         self.checkpoint.put(thread.uuid, fresh)
         self.checkpoint.data.gone.pop(thread.uuid, None)
         self._note_change()
+        self._drop_strays(thread, relpath)
         return (WriteOutcome.CHANGED if record else WriteOutcome.NEW), relpath
+
+    def _drop_strays(self, thread: Thread, kept: str) -> None:
+        """Delete the files named for this thread's id that no record claims, but ``kept``."""
+        for tail in {name_tail(thread_relpath(thread)), name_tail(thread_relpath(thread, unique_id=True))}:
+            for stray in self._files_by_tail.pop(tail, set()) - {kept}:
+                if self.checkpoint.owner_of(stray) is None:
+                    (self.export_dir / stray).unlink(missing_ok=True)
 
     def _note_change(self) -> None:
         self._unsaved += 1
@@ -120,6 +133,19 @@ class ThreadWriter:
         if self._unsaved:
             self.checkpoint.save()
             self._unsaved = 0
+
+
+def name_tail(path: PurePosixPath | Path) -> str:
+    """The ``(id).md`` that ends an exported thread's file name."""
+    return path.name.rpartition(" (")[2]
+
+
+def files_by_tail(export_dir: Path) -> dict[str, set[str]]:
+    """The export folder's Markdown files (relative paths) by the ``(id).md`` ending their names."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for path in export_dir.rglob("*.md") if export_dir.is_dir() else []:
+        found[name_tail(path)].add(str(path.relative_to(export_dir)))
+    return found
 
 
 def tally(report: ExportReport, outcome: WriteOutcome, relpath: str) -> None:

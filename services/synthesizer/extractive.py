@@ -6,7 +6,8 @@ segmented, and a first sentence that does not open with a capital letter (the ch
 it) or a last one that does not end like a sentence is left out. A sentence that opens with a pronoun
 ("It lives in the fridge") is quoted together with the sentence before it, which says what "it" is.
 
-Each sentence is scored by
+Only the ``FACT_PASSAGES`` best-ranked passages are read (an answer that follows the ranking starts
+among them, and reading fewer files keeps the stage fast). Each sentence is scored by
 
     score = W_MEANING * meaning + W_WORDS * words + W_RANK / (1 + rank)
 
@@ -41,6 +42,7 @@ W_WORDS = 0.1
 W_RANK = 0.2
 MIN_MEANING = 0.35
 MIN_WORDS = 0.5
+FACT_PASSAGES = 10
 EMBEDDED_PASSAGES = 6
 MAX_EMBEDDED_SENTENCES = 48
 FACTS_PER_PASSAGE = 3
@@ -161,7 +163,8 @@ def word_share(question_words: set[str], text: str) -> float:
 def extract_facts(batch: MapBatch, embedder: Embedder | None) -> MapResult:
     """At most ``FACTS_PER_PASSAGE`` supported facts per passage, best first."""
     question_words = content_words(batch.question)
-    units = [u for rank, c in enumerate(batch.candidates, start=batch.first_rank) for u in units_of(c, rank)]
+    ranked = enumerate(batch.candidates, start=batch.first_rank)
+    units = [u for rank, c in ranked if rank < FACT_PASSAGES for u in units_of(c, rank)]
     by_passage: dict[str, list[Fact]] = {}
     for unit, meaning in zip(units, meanings(batch.question, units, embedder), strict=True):
         words = word_share(question_words, unit.quote)
@@ -190,14 +193,3 @@ def best_snippet(question: str, candidates: list[Candidate], embedder: Embedder 
     """The single best-scoring sentence of a batch: what a batch the LLM got nothing from falls back to."""
     batch = MapBatch(question_id="", question=question, batch_index=0, candidates=candidates)
     return max(extract_facts(batch, embedder).facts, key=lambda f: f.relevance, default=None)
-
-
-def one_per_document(facts: list[Fact], candidates: list[Candidate]) -> list[Fact]:
-    """The most relevant fact of each document (by id, never by title), in first-seen order."""
-    document_of = {c.chunk.id: c.chunk.document_id for c in candidates}
-    best: dict[str, Fact] = {}
-    for fact in facts:
-        key = document_of.get(fact.chunk_id, fact.chunk_id)
-        if key not in best or fact.relevance > best[key].relevance:
-            best[key] = fact
-    return list(best.values())

@@ -8,7 +8,8 @@ best raw snippet, so a weak or flaky model degrades the answer instead of breaki
 
 from __future__ import annotations
 
-from services.synthesizer.extractive import best_snippet, one_per_document
+from services.synthesizer.extractive import best_snippet
+from services.synthesizer.fact_selection import best_per_source
 from services.synthesizer.llm_schemas import FactDraft, MapReply
 from services.synthesizer.prompts import map_messages
 from services.synthesizer.quotes import locate_quote
@@ -72,7 +73,7 @@ def llm_extract_facts(batch: MapBatch, llm: LLM, max_chars: int, max_facts: int)
     if facts:
         return MapResult(
             batch_index=batch.batch_index,
-            facts=one_per_document(facts, batch.candidates),
+            facts=best_per_source(facts, {c.chunk.id: c.chunk.document_id for c in batch.candidates}),
             skipped_entries=skipped,
         )
     fallback = best_snippet(batch.question, batch.candidates)

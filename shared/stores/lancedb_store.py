@@ -1,14 +1,23 @@
 """The embedded vector store: LanceDB on disk, with the manifest in the same database.
 
-Chunks and the per-document manifest live side by side, so the two cannot disagree about what
-is indexed. Writes from several processes (indexer workers) are serialised by an advisory file
-lock, and every read checks for the latest table version so that a retriever sees what an indexer
-just wrote.
+Chunks and the per-document manifest live side by side. Writes from several processes (indexer
+workers) are serialised by an advisory file lock, and every read checks for the latest table version
+so that a retriever sees what an indexer just wrote.
+
+A process may die at any moment of a write (SIGKILL, power loss). Each table commits atomically, but
+the two tables commit one after the other, so every write is ordered to keep this invariant: a
+manifest row with a content hash holds exactly the chunks of that version of its document. Replacing
+first marks the documents' rows *pending* (hash emptied: the next scan sees a change and indexes the
+file again), then swaps each document's chunks in one commit (old chunks readable until then), then
+writes the rows; deleting drops the row before the chunks. What a crash can leave behind is chunks no
+row claims, and pending rows: opening the store deletes the first (and recounts, and marks pending,
+any row whose chunk count disagrees with its chunks), and the next scan indexes the second again.
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -18,10 +27,14 @@ from typing import Any
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import BaseModel
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.interfaces import Hit, ManifestEntry
 from shared.stores.records import CHUNK_FIELDS, chunk_counts, manifest_record
+
+log = logging.getLogger(__name__)
 
 CHUNKS = "chunks"
 DOCUMENTS = "documents"
@@ -133,6 +146,20 @@ def cleanup_age(created: list[datetime], now: datetime, keep: timedelta) -> time
     return now - max(older) + min(keep, timedelta(minutes=1))
 
 
+class StoreRepair(BaseModel):
+    """What opening the store found left by a writer that died mid-write, and mended."""
+
+    orphan_documents: list[str] = []  # chunks no manifest row claims: deleted
+    pending_documents: list[str] = []  # rows whose chunk count disagreed: recounted, left to the next scan
+
+    def __bool__(self) -> bool:
+        return bool(self.orphan_documents or self.pending_documents)
+
+
+def ids_clause(column: str, ids: list[str]) -> str:
+    return f"{column} IN ({', '.join(sql_string(value) for value in ids)})"
+
+
 class LanceDBStore:
     """:class:`shared.interfaces.VectorStore` on an embedded LanceDB database."""
 
@@ -146,6 +173,9 @@ class LanceDBStore:
         with self._write_lock():
             self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
             self._documents = self._open_or_create(DOCUMENTS, DOCUMENTS_SCHEMA)
+            self.repaired = self._repair()
+        if self.repaired:
+            log.warning("store %s repaired after an interrupted write: %s", path, self.repaired)
 
     def _open_or_create(self, name: str, schema: pa.Schema) -> Any:
         if name in self._db.list_tables().tables:
@@ -162,21 +192,30 @@ class LanceDBStore:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def replace_documents(self, documents: list[Document], chunks: list[Chunk], vectors: np.ndarray) -> None:
-        """Chunks first, then the manifest rows: a crash in between leaves hash mismatches that the
-        next scan repairs, never a manifest that claims chunks the store lacks. Whatever the number
-        of documents, each table gets one delete and one add, so a batch is one write."""
+        """Rows pending, then every document's chunks swapped in one commit, then the rows written
+        (the order the module's invariant needs). Whatever the number of documents, a batch is three
+        commits."""
         counts = chunk_counts(documents, chunks)
         if not documents:
             return
         rows = [chunk_row(chunk, vector) for chunk, vector in zip(chunks, vectors, strict=True)]
         manifest_rows = [manifest_record(document, counts[document.id]) for document in documents]
-        where = f"document_id IN ({', '.join(sql_string(document_id) for document_id in counts)})"
+        where = ids_clause("document_id", list(counts))
         with self._write_lock():
-            self._chunks.delete(where)
-            if rows:
-                self._chunks.add(rows)
-            self._documents.delete(where)
-            self._documents.add(manifest_rows)
+            self._documents.update(where=where, values={"content_hash": ""})
+            (
+                self._chunks.merge_insert("id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete(where)
+                .execute(pa.Table.from_pylist(rows, schema=self._chunks.schema))
+            )
+            (
+                self._documents.merge_insert("document_id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(pa.Table.from_pylist(manifest_rows, schema=DOCUMENTS_SCHEMA))
+            )
             self._ensure_fts_index()
             self._compact_now_and_then()
 
@@ -186,9 +225,31 @@ class LanceDBStore:
     def delete_document(self, document_id: str) -> None:
         where = f"document_id = {sql_string(document_id)}"
         with self._write_lock():
-            self._chunks.delete(where)
             self._documents.delete(where)
+            self._chunks.delete(where)
             self._compact_now_and_then()
+
+    def _repair(self) -> StoreRepair:
+        """Delete chunks that no manifest row claims, and mark pending each row whose chunk count is not
+        the number of its chunks (counting them); the caller holds the write lock, so no live write is
+        half-way."""
+        claimed = {
+            row["document_id"]: row["chunk_count"]
+            for row in self._documents.search().select(["document_id", "chunk_count"]).limit(None).to_list()
+        }
+        ids = self._chunks.search().select(["document_id"]).limit(None).to_arrow()["document_id"]
+        counts = pc.value_counts(ids).to_pylist()
+        held = {item["values"]: item["counts"] for item in counts}
+        repair = StoreRepair(
+            orphan_documents=sorted(set(held) - set(claimed)),
+            pending_documents=sorted(d for d, count in claimed.items() if held.get(d, 0) != count),
+        )
+        if repair.orphan_documents:
+            self._chunks.delete(ids_clause("document_id", repair.orphan_documents))
+        for document_id in repair.pending_documents:
+            recount = {"content_hash": "", "chunk_count": held.get(document_id, 0)}
+            self._documents.update(where=f"document_id = {sql_string(document_id)}", values=recount)
+        return repair
 
     def refresh_indexes(self) -> None:
         """Compact now: rows written since the last compaction are outside the full-text index, and

@@ -49,16 +49,17 @@ def write_beir(folder: Path) -> None:
     (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
 
 
-def run_bench(dataset: Path, cache: Path) -> str:
-    command = [sys.executable, "bench/retrieval_quality.py", str(dataset), "--cache-dir", str(cache)]
+def run_bench(cache: Path, *datasets: Path) -> str:
+    command = [sys.executable, "bench/retrieval_quality.py", *map(str, datasets), "--cache-dir", str(cache)]
     command.append("--no-hyde")
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
 
-def table_row(output: str, name: str) -> list[str]:
-    line = next(line for line in output.splitlines() if line.startswith(f"| {name} |"))
+def table_row(output: str, name: str, after: str = "") -> list[str]:
+    lines = output[output.index(after) :].splitlines()
+    line = next(line for line in lines if line.startswith(f"| {name} |"))
     return [cell.strip() for cell in line.strip("|").split("|")]
 
 
@@ -67,14 +68,33 @@ def test_quality_bench_scores_a_generated_beir_folder_and_reuses_its_index(tmp_p
     dataset, cache = tmp_path / "tiny-beir", tmp_path / "cache"
     write_beir(dataset)
 
-    first = run_bench(dataset, cache)
+    first = run_bench(cache, dataset)
     assert re.search(rf"indexed {len(TOPICS)} files, \d+ chunks, 0 failed", first)
-    assert "| run | nDCG@10 | Recall@10 | Recall@100 | MRR@10 | s/query | how |" in first
-    assert table_row(first, "BM25 only")[1:5] == ["1.000", "1.000", "1.000", "1.000"]
+    header = "| run | nDCG@10 | Recall@10 | Recall@100 | MRR@10 | cand@35 | cand@60 | s/query | how |"
+    assert header in first
+    assert table_row(first, "BM25 only")[1:7] == ["1.000"] * 6
     assert table_row(first, "full pipeline")[2] == "1.000", "Recall@10 of the fused pipeline"
+    assert table_row(first, "full pipeline")[5] == "1.000", "every gold document among 35 candidates"
+    assert float(table_row(first, "whole-document fp32")[1]) > 0, "the fp32 reference row is scored"
     assert "not measurable: --no-hyde" in table_row(first, "+ HyDE (fusion)")[-1]
     assert "passes through" in table_row(first, "+ rerank (top 35)")[-1]
 
-    second = run_bench(dataset, cache)
+    second = run_bench(cache, dataset)
     assert "indexed" not in second, "the second run reuses the cached index"
     assert table_row(second, "BM25 only")[1:5] == table_row(first, "BM25 only")[1:5]
+
+
+def test_quality_bench_prints_each_runs_mean_and_worst_set_over_the_sets_given(tmp_path: Path) -> None:
+    require_embedder()
+    easy, hard, cache = tmp_path / "easy", tmp_path / "hard", tmp_path / "cache"
+    write_beir(easy)
+    write_beir(hard)  # the same corpus, but every question's gold document is the wrong one
+    qrels = "".join(f"q{n}\tdoc/{(n + 1) % len(TOPICS)}\t1\n" for n in range(len(TOPICS)))
+    (hard / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+
+    output = run_bench(cache, easy, hard)
+    assert "| run | easy | hard | mean | worst |" in output
+    bm25 = table_row(output, "BM25 only", after="across 2 sets")
+    assert bm25[1] == "1.000" and float(bm25[2]) < 1.0
+    assert float(bm25[3]) == pytest.approx((1.0 + float(bm25[2])) / 2, abs=0.001)
+    assert bm25[4] == f"{bm25[2]} (hard)"

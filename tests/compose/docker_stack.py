@@ -83,6 +83,14 @@ def image_mb(target: str) -> float:
     return round(int(size) / 1e6, 1)
 
 
+def run_in_image(target: str, *command: str) -> subprocess.CompletedProcess[str]:
+    """``command`` in a fresh container of ``hindsight-<target>:smoke``, through its entry point."""
+    return subprocess.run(
+        [docker(), "run", "--rm", "--network", "host", f"hindsight-{target}:{TAG}", *command],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
 def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float, every_s: float = 2.0) -> T:
     """Poll ``probe`` until it returns something, or fail saying what never happened."""
     deadline = time.monotonic() + timeout_s

@@ -15,12 +15,26 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import yaml
 
-from tests.compose.deployment import compose_services
-from tests.compose.docker_stack import Stack, build_image, daemon_problem, image_mb, wait_for
+from tests.compose.deployment import EMBEDDED, compose_services
+from tests.compose.docker_stack import Stack, build_image, daemon_problem, image_mb, run_in_image, wait_for
 from tests.conftest import REPO
 
 QUESTION = "What is my sourdough starter called and how often is it fed?"
+# What the scraper does first: Playwright's driver starts Debian's Chromium with a window.
+HEADFUL_CHROMIUM = """
+import os
+from playwright.sync_api import sync_playwright
+with sync_playwright() as playwright:
+    browser = playwright.chromium.launch(
+        executable_path=os.environ["HINDSIGHT_CHROMIUM_PATH"], headless=False,
+        args=["--disable-background-networking", "--disable-gpu"],
+    )
+    page = browser.new_page()
+    page.set_content("<title>rendered</title>")
+    print(os.environ["DISPLAY"], page.title())
+"""
 FIGURES = REPO / "test-artifacts" / "compose-smoke.json"
 
 # A cold build of the images runs in the first test's setup: longer than the suite's per-test limit.
@@ -116,3 +130,16 @@ def test_scaled_reranker_and_mapper_copies_are_each_counted(stack: Stack, figure
     queues = wait_for("two rerankers and two mappers on /healthz", both_counted, timeout_s=240)
     figures["scale_to_counted_s"] = round(time.monotonic() - started, 1)
     assert queues["retrieve"] == 1 and queues["reduce"] == 1, queues
+    # Each copy's compose healthcheck pings its own node, so Docker can tell a dead copy apart.
+    healthcheck = yaml.safe_load(EMBEDDED.read_text())["services"]["reranker"]["healthcheck"]["test"][-1]
+    for index in ("1", "2"):
+        check = stack.compose(
+            "exec", "-T", "--index", index, "reranker", "sh", "-c", healthcheck.replace("$$", "$")
+        )
+        assert "pong" in check.stdout, check.stdout
+
+
+def test_the_scraper_image_runs_a_headful_chromium_on_its_virtual_screen(stack: Stack) -> None:
+    result = run_in_image("scraper", "python", "-c", HEADFUL_CHROMIUM)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == [":99", "rendered"]

@@ -132,11 +132,17 @@ def index_report(stack: FaultStack, job_id: str, timeout_s: float) -> ScanReport
 
 def assert_store_holds_exactly(stack: FaultStack, root: Path, expected: dict[str, int]) -> None:
     """The store's manifest under ``root`` is ``expected`` (path -> chunks), and each document has exactly
-    that many chunks, ordinals 0..n-1, none twice."""
-    store = stack.store()
+    that many chunks, ordinals 0..n-1, none twice; the store holds no chunk that no manifest row claims."""
+    assert_documents_whole(stack.store(), root, expected)
+
+
+def assert_documents_whole(store: LanceDBStore, root: Path, expected: dict[str, int]) -> None:
+    """:func:`assert_store_holds_exactly` of an open store."""
     manifest = store.manifest(str(root))
     assert {path: entry.chunk_count for path, entry in manifest.items()} == expected
     for entry in manifest.values():
         ordinals = list(range(entry.chunk_count + 1))
         chunks = store.document_chunks(entry.document_id, ordinals)
         assert sorted(c.ordinal for c in chunks) == list(range(entry.chunk_count)), entry.source_uri
+    claimed = sum(entry.chunk_count for entry in store.manifest().values())
+    assert store.count_chunks() == claimed, "chunks that no manifest row claims"

@@ -5,7 +5,6 @@ citations that count in the file's own characters."""
 from __future__ import annotations
 
 import hashlib
-import uuid
 from pathlib import Path
 
 import pytest
@@ -21,14 +20,12 @@ from shared.contracts import (
     Candidate,
     Chunk,
     Fact,
-    Plan,
-    RerankedQuestion,
-    RerankOutcome,
     SourceKind,
 )
 from shared.interfaces import Embedder
 from shared.markdown_source import split_front_matter
 from shared.settings import Settings
+from testing.sample_candidates import reranked_question
 from tests.conftest import REPO, require_embedder
 from tests.synthesizer.scripted_llm import ScriptedLLM
 
@@ -63,27 +60,9 @@ def chunks_of(path: Path, title: str, size: int = 0) -> list[Chunk]:
     ]
 
 
-def reranked(question: str, chunks: list[Chunk]) -> RerankedQuestion:
-    """The candidates in the given rank order, as a reranker without a model passes them."""
-    return RerankedQuestion(
-        question_id=uuid.uuid4().hex,
-        question=question,
-        plan=Plan(variations=[question]),
-        candidates=[Candidate(chunk=chunk) for chunk in chunks],
-        rerank=RerankOutcome(
-            received=len(chunks),
-            kept=len(chunks),
-            threshold=-5.0,
-            fallback_k=20,
-            used_fallback=False,
-            model=None,
-        ),
-    )
-
-
 def ask(question: str, chunks: list[Chunk], embedder: Embedder) -> Answer:
     """Map and reduce without an LLM."""
-    state = reranked(question, chunks)
+    state = reranked_question(question, chunks)
     results = [extract_facts(batch, embedder) for batch in split_into_batches(state, 10)]
     answer, _ = synthesize_answer(state, results, None, LIMITS)
     return answer
@@ -193,7 +172,7 @@ def test_citation_offsets_count_from_the_first_character_of_the_file_front_matte
 def test_the_llm_path_cites_only_passages_it_received_with_quotes_in_file_coordinates(tmp_path: Path) -> None:
     received = tmp_path / "received.md"
     received.write_text(FRONT_MATTER + "# Starter\n\nMy starter is called Clint. It lives in the fridge.\n")
-    state = reranked("What is my starter called?", chunks_of(received, "Untitled"))
+    state = reranked_question("What is my starter called?", chunks_of(received, "Untitled"))
     llm = ScriptedLLM()
 
     results = [llm_extract_facts(batch, llm, 1200, 6) for batch in split_into_batches(state, 10)]

@@ -11,7 +11,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.limits import enforce_backpressure
-from services.gateway.metrics import require_known_stream, track
+from services.gateway.metrics import kind_key, require_known_stream, track
 from services.gateway.paths import confined_folder
 from services.gateway.routes.library import record_index_job
 from services.gateway.schemas import (
@@ -75,4 +75,4 @@ async def index_events(
 ) -> EventSourceResponse:
     await require_known_stream(client, "i", job_id)
     idle_limit_s = settings.stream_idle_s or settings.job_time_limit_s
-    return event_stream(request, client, job_id, "index", after, idle_limit_s)
+    return event_stream(request, client, job_id, "index", after, idle_limit_s, record_key=kind_key(job_id))

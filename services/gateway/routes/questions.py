@@ -21,7 +21,7 @@ from sse_starlette.sse import EventSourceResponse
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.evidence import evidence_for
 from services.gateway.limits import enforce_backpressure
-from services.gateway.metrics import require_known_stream, track
+from services.gateway.metrics import kind_key, require_known_stream, track
 from services.gateway.schemas import (
     EVENT_STREAM_RESPONSES,
     Evidence,
@@ -217,6 +217,7 @@ async def question_events(
         after,
         idle_limit_s,
         annotate=lambda events: saying_when_waiting(question_id, events),
+        record_key=kind_key(question_id),
     )
 
 
