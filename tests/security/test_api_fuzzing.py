@@ -29,6 +29,7 @@ from tests.conftest import REPO, require_embedder
 
 pytestmark = pytest.mark.integration
 MAX_EXAMPLES = 25
+CONFIG = Path(__file__).with_name("schemathesis.toml")
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +80,8 @@ def test_the_gateway_passes_every_schemathesis_check_against_its_own_schema(
     """Every phase (examples, coverage, fuzzing, and sequences of calls linked by their ids)."""
     settings, key = stack
     command = [
-        str(Path(sys.executable).parent / "schemathesis"), "run", f"{settings.gateway_url}/openapi.json",
+        str(Path(sys.executable).parent / "schemathesis"), "--config-file", str(CONFIG),
+        "run", f"{settings.gateway_url}/openapi.json",
         "--checks", "all", "--phases", "examples,coverage,fuzzing,stateful",
         "--max-examples", str(MAX_EXAMPLES), "--seed", "19", "--workers", "1",
         "--header", f"X-API-Key: {key}", "--request-timeout", "30", "--generation-database", "none",
