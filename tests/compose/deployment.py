@@ -20,12 +20,14 @@ PROFILES: dict[str, tuple[Path, ...]] = {"embedded": (EMBEDDED,), "full": (EMBED
 
 @dataclass(frozen=True)
 class Image:
-    """A runtime target of the Dockerfile: the extras its venv holds and the code it copies to /app."""
+    """A runtime target of the Dockerfile: the extras its venv holds, the code it copies to /app and
+    the model stages (``embedder``, ``reranker``) whose ``/models`` it copies."""
 
     target: str
     extras: tuple[str, ...]
     requirements: tuple[str, ...]
     code: tuple[str, ...]
+    models: tuple[str, ...]
     command: tuple[str, ...]
 
 
@@ -73,11 +75,13 @@ def images() -> dict[str, Image]:
         copies = [
             shlex.split(line)[1:] for line in lines if line.startswith("COPY ") and "--from" not in line
         ]
+        models = [m for line in lines for m in re.findall(r"^COPY --from=(\S+)-model /models ", line)]
         found[target] = Image(
             target=target,
             extras=tuple(extras[0].split(",")) if extras else (),
             requirements=tuple(w for w in words if not w.startswith((".", "-"))),
             code=tuple(source for *sources, _ in copies for source in sources),
+            models=tuple(models),
             command=tuple(commands[-1]),
         )
     return found

@@ -111,6 +111,7 @@ class Stack:
     gateway_port: int = field(default_factory=free_port)
     flower_port: int = field(default_factory=free_port)
     flower_auth: str = field(default_factory=lambda: f"smoke:{secrets.token_urlsafe(12)}")
+    key: str = ""
 
     @property
     def gateway(self) -> str:
@@ -177,16 +178,24 @@ class Stack:
             assert result.returncode == 0, f"compose {' '.join(arguments)}:\n{result.stdout}{result.stderr}"
         return result
 
-    def healthz(self) -> dict | None:
+    def live(self) -> bool | None:
+        """True once the gateway answers ``/healthz`` (liveness)."""
         try:
-            health = httpx.get(f"{self.gateway}/healthz", timeout=10).json()
+            return httpx.get(f"{self.gateway}/healthz", timeout=10).status_code == 200 or None
         except httpx.HTTPError:
             return None
-        return health if health.get("status") == "ok" else None
 
-    def api_key(self) -> str:
+    def health(self) -> dict | None:
+        """``GET /v1/health`` (Redis, workers per queue, rerankers) once it says ``ok``."""
+        try:
+            health = httpx.get(f"{self.gateway}/v1/health", headers={"X-API-Key": self.key}, timeout=10)
+        except httpx.HTTPError:
+            return None
+        return health.json() if health.status_code == 200 and health.json()["status"] == "ok" else None
+
+    def create_key(self) -> None:
         """A key made the way the README says: ``hindsight keys create`` in the gateway container."""
         output = self.compose(
             "exec", "-T", "gateway", "hindsight", "keys", "create", "--name", "smoke"
         ).stdout
-        return next(line.strip() for line in output.splitlines() if line.strip().startswith("hs_"))
+        self.key = next(line.strip() for line in output.splitlines() if line.strip().startswith("hs_"))

@@ -48,6 +48,11 @@ def test_only_gateway_and_flower_are_published_and_only_on_loopback_by_default(p
     for name, service in merged(profile)["services"].items():
         ports = service.get("ports", [])
         assert bool(ports) == (name in PUBLISHED), name
+        if ports:  # published from inside the container: it listens on every interface there
+            address = service["environment"].get("HINDSIGHT_GATEWAY_HOST") or service["environment"].get(
+                "HINDSIGHT_FLOWER_ADDRESS"
+            )
+            assert address == "0.0.0.0", name
         for port in ports:  # docker-compose 1.x prints the short syntax, docker compose v2 the long one
             host_ip = port.get("host_ip", "") if isinstance(port, dict) else port.split(":")[0]
             assert host_ip == "127.0.0.1", f"{name}: {port}"

@@ -61,7 +61,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory, figures: dict) -> Iterator[S
     started = time.monotonic()
     try:
         running.compose("up", "-d", "--no-build")
-        wait_for("the stack's /healthz ok", running.healthz, timeout_s=300)
+        wait_for("the gateway's /healthz", running.live, timeout_s=300)
+        running.create_key()
+        wait_for("/v1/health ok", running.health, timeout_s=300)
         figures["up_to_healthy_s"] = round(time.monotonic() - started, 1)
         yield running
     finally:
@@ -72,7 +74,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, figures: dict) -> Iterator[S
 
 @pytest.fixture(scope="module")
 def api(stack: Stack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=stack.gateway, headers={"X-API-Key": stack.api_key()}, timeout=30) as client:
+    with httpx.Client(base_url=stack.gateway, headers={"X-API-Key": stack.key}, timeout=30) as client:
         yield client
 
 
@@ -123,11 +125,11 @@ def test_scaled_reranker_and_mapper_copies_are_each_counted(stack: Stack, figure
     stack.compose("up", "-d", "--no-build", "--no-recreate", "--scale", "reranker=2", "--scale", "mapper=2")
 
     def both_counted() -> dict | None:
-        health = stack.healthz()
+        health = stack.health()
         queues = health["queues"] if health else {}
         return queues if queues.get("rerank") == 2 and queues.get("map") == 2 else None
 
-    queues = wait_for("two rerankers and two mappers on /healthz", both_counted, timeout_s=240)
+    queues = wait_for("two rerankers and two mappers on /v1/health", both_counted, timeout_s=240)
     figures["scale_to_counted_s"] = round(time.monotonic() - started, 1)
     assert queues["retrieve"] == 1 and queues["reduce"] == 1, queues
     # Each copy's compose healthcheck pings its own node, so Docker can tell a dead copy apart.
