@@ -42,6 +42,7 @@ class RetrievalConfig:
     hyde_threshold_score: float
     hyde_threshold_count: int
     k_adjacent: int
+    hyde_weak_writers: tuple[str, ...] = ()
     legs: frozenset[LegFamily] = ALL_LEGS
 
     @classmethod
@@ -68,6 +69,7 @@ class RetrievalConfig:
             hyde_threshold_score=settings.hyde_threshold_score,
             hyde_threshold_count=settings.hyde_threshold_count,
             k_adjacent=settings.k_adjacent if k_adjacent is None else k_adjacent,
+            hyde_weak_writers=tuple(settings.hyde_weak_writers),
         )
 
 
@@ -183,7 +185,12 @@ class Retriever:
             )
             dense_hits = first.result()
         decision = decide_hyde(
-            config.hyde_mode, dense_hits, config.hyde_threshold_score, config.hyde_threshold_count
+            config.hyde_mode,
+            dense_hits,
+            config.hyde_threshold_score,
+            config.hyde_threshold_count,
+            writer=self.llm.name if self.llm is not None else None,
+            weak_writers=config.hyde_weak_writers,
         )
         passage = self.hyde_passage(plan, decision, report) if decision.run else None
         if decision.run and passage is None:
