@@ -85,6 +85,12 @@ class Settings(BaseSettings):
     hyde_weak_writers: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["SmolLM2"])
     fusion_method: Literal["rrf", "alpha"] = "rrf"
     fusion_alpha: float = Field(default=0.75, ge=0.0, le=1.0)
+    # Added to the dense score of each document's lead chunk before fusion (0: off).
+    dense_lead_bonus: float = Field(default=0.0, ge=0.0, le=1.0)
+    # The α-blend falls back to dense alone when the first dense leg's and BM25's first
+    # ``fusion_guard_top`` documents share fewer than ``fusion_guard_min_shared`` (0: never).
+    fusion_guard_top: int = Field(default=10, ge=1)
+    fusion_guard_min_shared: int = Field(default=0, ge=0)
     rrf_weight_dense: float = 1.0
     rrf_weight_hyde: float = 1.0
     rrf_weight_bm25: float = 0.35  # docs/decisions/retrieval.md
