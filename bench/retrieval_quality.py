@@ -24,6 +24,7 @@ the row says so.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -268,9 +269,11 @@ def build_runs(
     def by_candidates(candidates: list[Candidate]) -> list[str]:
         return [Path(candidate.chunk.source_uri).name for candidate in candidates]
 
+    @functools.cache
     def pipeline_candidates(query: str) -> list[Candidate]:
-        """The product's path: rules plan (no LLM planner here), every leg, HyDE by its mode, fused."""
-        return full.search(rules(query), replace(product, pool=depth, keep=depth))[0]
+        """The product's path: rules plan (no LLM planner here), every leg at the product's pool, HyDE
+        by its mode, fused; the whole fused list, not only the reranker's inputs."""
+        return full.search(rules(query), replace(product, keep=product.pool * 4))[0]
 
     def reranked(query: str) -> list[str]:
         """The reranker's inputs (the fused head) in its order, then the rest of the pool after."""
@@ -316,7 +319,11 @@ def build_runs(
         )
         if llm is not None
         else Run("+ HyDE (fusion)", f"not measurable: {no_llm_reason}", None),
-        Run("full pipeline", hyde_note, lambda q: by_candidates(pipeline_candidates(q))),
+        Run(
+            "full pipeline",
+            f"pool {product.pool} per leg, {hyde_note}",
+            lambda q: by_candidates(pipeline_candidates(q)),
+        ),
         Run(f"+ rerank (top {product.keep})", rerank_note, reranked),
     ]
     return runs

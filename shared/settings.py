@@ -83,10 +83,11 @@ class Settings(BaseSettings):
     # Supplement mode skips HyDE when the LLM's name contains one of these (its passages measured to
     # lower nDCG@10: bench/README.md); fusion mode always runs it.
     hyde_weak_writers: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["SmolLM2"])
-    fusion_method: Literal["rrf", "alpha"] = "rrf"
+    # Fusion and the dense leg's lead bonus chosen across four sets: docs/decisions/retrieval.md.
+    fusion_method: Literal["rrf", "alpha"] = "alpha"
     fusion_alpha: float = Field(default=0.75, ge=0.0, le=1.0)
     # Added to the dense score of each document's lead chunk before fusion (0: off).
-    dense_lead_bonus: float = Field(default=0.0, ge=0.0, le=1.0)
+    dense_lead_bonus: float = Field(default=0.1, ge=0.0, le=1.0)
     # The α-blend falls back to dense alone when the first dense leg's and BM25's first
     # ``fusion_guard_top`` documents share fewer than ``fusion_guard_min_shared`` (0: never).
     fusion_guard_top: int = Field(default=10, ge=1)
