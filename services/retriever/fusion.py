@@ -1,6 +1,7 @@
 """Merge the legs' ranked lists into one candidate list: weighted RRF, or a min-max α-blend.
 
-Every candidate keeps each leg's rank and raw score, so events and answers can say how it was found.
+Every candidate keeps each leg's rank and score, so events and answers can say how it was found (a
+dense leg's score includes the lead bonus of :func:`favour_leads` where the search applied one).
 Leg names carry their family before a colon (``dense:0``, ``hyde``, ``bm25``, ``exact``); weights and
 the α-blend work per family.
 """
