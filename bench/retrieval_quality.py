@@ -24,6 +24,7 @@ the row says so.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -40,7 +41,7 @@ from services.indexer.pipeline import sync_root
 from services.reranker.cross_encoder import model_label
 from services.reranker.service import Reranker
 from services.retriever.exact import ExactSearcher, find_rg
-from services.retriever.fusion import reciprocal_rank_fusion
+from services.retriever.fusion import favour_leads, reciprocal_rank_fusion
 from services.retriever.keywords import StoreIdf
 from services.retriever.planner import rule_based_plan
 from services.retriever.search import RetrievalConfig, Retriever
@@ -255,8 +256,12 @@ def build_runs(
     def rules(query: str) -> Plan:
         return rule_based_plan(query, idf, settings.exact_max_keywords)
 
-    def dense(query: str) -> list[Hit]:
+    def stored_dense(query: str) -> list[Hit]:
         return plain.dense(query, depth, SearchFilters())
+
+    def dense(query: str) -> list[Hit]:
+        """The product's dense leg: the store's ranking with each document's lead chunk favoured."""
+        return favour_leads(stored_dense(query), product.lead_bonus)
 
     def by_hits(hits: list[Hit]) -> list[str]:
         return [Path(hit.chunk.source_uri).name for hit in hits]
@@ -264,9 +269,11 @@ def build_runs(
     def by_candidates(candidates: list[Candidate]) -> list[str]:
         return [Path(candidate.chunk.source_uri).name for candidate in candidates]
 
+    @functools.cache
     def pipeline_candidates(query: str) -> list[Candidate]:
-        """The product's path: rules plan (no LLM planner here), every leg, HyDE by its mode, fused."""
-        return full.search(rules(query), replace(product, pool=depth, keep=depth))[0]
+        """The product's path: rules plan (no LLM planner here), every leg at the product's pool, HyDE
+        by its mode, fused; the whole fused list, not only the reranker's inputs."""
+        return full.search(rules(query), replace(product, keep=product.pool * 4))[0]
 
     def reranked(query: str) -> list[str]:
         """The reranker's inputs (the fused head) in its order, then the rest of the pool after."""
@@ -286,7 +293,8 @@ def build_runs(
             lambda q: reference.rank(q, depth),
         ),
         Run("BM25 only", "LanceDB FTS over title + text", lambda q: by_hits(store.keyword_search(q, depth))),
-        Run("dense only", "the question, MiniLM int8", lambda q: by_hits(dense(q))),
+        Run("dense, as stored", "the question, MiniLM int8, cosine", lambda q: by_hits(stored_dense(q))),
+        Run("dense only", f"product's leg, lead bonus {product.lead_bonus:g}", lambda q: by_hits(dense(q))),
         Run(
             "hybrid RRF (plain)",
             "dense + BM25, k=60, equal weights",
@@ -311,7 +319,11 @@ def build_runs(
         )
         if llm is not None
         else Run("+ HyDE (fusion)", f"not measurable: {no_llm_reason}", None),
-        Run("full pipeline", hyde_note, lambda q: by_candidates(pipeline_candidates(q))),
+        Run(
+            "full pipeline",
+            f"pool {product.pool} per leg, {hyde_note}",
+            lambda q: by_candidates(pipeline_candidates(q)),
+        ),
         Run(f"+ rerank (top {product.keep})", rerank_note, reranked),
     ]
     return runs

@@ -80,8 +80,18 @@ class Settings(BaseSettings):
     hyde_mode: HydeMode = HydeMode.SUPPLEMENT
     hyde_threshold_score: float = 0.35
     hyde_threshold_count: int = 3
-    fusion_method: Literal["rrf", "alpha"] = "rrf"
+    # Supplement mode skips HyDE when the LLM's name contains one of these (its passages measured to
+    # lower nDCG@10: bench/README.md); fusion mode always runs it.
+    hyde_weak_writers: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["SmolLM2"])
+    # Fusion and the dense leg's lead bonus chosen across four sets: docs/decisions/retrieval.md.
+    fusion_method: Literal["rrf", "alpha"] = "alpha"
     fusion_alpha: float = Field(default=0.75, ge=0.0, le=1.0)
+    # Added to the dense score of each document's lead chunk before fusion (0: off).
+    dense_lead_bonus: float = Field(default=0.1, ge=0.0, le=1.0)
+    # The α-blend falls back to dense alone when the first dense leg's and BM25's first
+    # ``fusion_guard_top`` documents share fewer than ``fusion_guard_min_shared`` (0: never).
+    fusion_guard_top: int = Field(default=10, ge=1)
+    fusion_guard_min_shared: int = Field(default=0, ge=0)
     rrf_weight_dense: float = 1.0
     rrf_weight_hyde: float = 1.0
     rrf_weight_bm25: float = 0.35  # docs/decisions/retrieval.md
@@ -208,10 +218,10 @@ class Settings(BaseSettings):
             return [part for part in value.split(os.pathsep) if part]
         return value
 
-    @field_validator("allowed_hosts", mode="before")
+    @field_validator("allowed_hosts", "hyde_weak_writers", mode="before")
     @classmethod
     def _split_hosts(cls, value: object) -> object:
-        """``HINDSIGHT_ALLOWED_HOSTS`` is a comma-separated list of host names."""
+        """``HINDSIGHT_ALLOWED_HOSTS`` and ``HINDSIGHT_HYDE_WEAK_WRITERS`` are comma-separated lists."""
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value

@@ -1,6 +1,7 @@
 """Merge the legs' ranked lists into one candidate list: weighted RRF, or a min-max α-blend.
 
-Every candidate keeps each leg's rank and raw score, so events and answers can say how it was found.
+Every candidate keeps each leg's rank and score, so events and answers can say how it was found (a
+dense leg's score includes the lead bonus of :func:`favour_leads` where the search applied one).
 Leg names carry their family before a colon (``dense:0``, ``hyde``, ``bm25``, ``exact``); weights and
 the α-blend work per family.
 """
@@ -58,6 +59,36 @@ def min_max(scores: list[float]) -> list[float]:
     if high == low:
         return [1.0] * len(scores)
     return [(s - low) / (high - low) for s in scores]
+
+
+def favour_leads(hits: list[Hit], bonus: float) -> list[Hit]:
+    """A dense leg with ``bonus`` added to each document's lead chunk (ordinal 0), re-sorted.
+
+    A document's opening carries its topic with its title; a later chunk of another document that
+    merely resembles the question then needs a clearly better score to outrank it. Measured per set
+    in docs/decisions/retrieval.md; 0 leaves the leg as the store ranked it.
+    """
+    if not bonus:
+        return hits
+    favoured = [Hit(chunk=h.chunk, score=h.score + bonus) if h.chunk.ordinal == 0 else h for h in hits]
+    return sorted(favoured, key=lambda h: h.score, reverse=True)
+
+
+def legs_agree(legs: Mapping[str, list[Hit]], top: int, min_shared: int) -> bool:
+    """Whether the first dense leg's and BM25's ``top`` documents share at least ``min_shared``.
+
+    When they share none, the keyword leg is matching something other than what the question means
+    (or nothing at all), and blending it in lowered nDCG@10 on the measured sets; a plan without one
+    of the two legs, or ``min_shared`` 0, always agrees.
+    """
+    dense, keyword = legs.get("dense:0"), legs.get("bm25")
+    if min_shared <= 0 or not dense or not keyword:
+        return True
+
+    def documents(hits: list[Hit]) -> set[str]:
+        return set(list(dict.fromkeys(hit.chunk.document_id for hit in hits))[:top])
+
+    return len(documents(dense) & documents(keyword)) >= min_shared
 
 
 def alpha_blend(legs: Mapping[str, list[Hit]], alpha: float) -> list[Candidate]:

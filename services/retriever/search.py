@@ -17,7 +17,14 @@ from typing import Any, Literal
 
 from services.retriever.exact import ExactSearcher
 from services.retriever.expansion import expand_neighbours
-from services.retriever.fusion import alpha_blend, reciprocal_rank_fusion
+from services.retriever.fusion import (
+    DENSE_FAMILIES,
+    alpha_blend,
+    favour_leads,
+    leg_family,
+    legs_agree,
+    reciprocal_rank_fusion,
+)
 from services.retriever.hyde import HydeDecision, decide_hyde, write_hyde_passage
 from shared.contracts import Candidate, HydeMode, Plan, SearchFilters, Strategy
 from shared.interfaces import LLM, Embedder, Hit, VectorStore
@@ -42,6 +49,10 @@ class RetrievalConfig:
     hyde_threshold_score: float
     hyde_threshold_count: int
     k_adjacent: int
+    hyde_weak_writers: tuple[str, ...] = ()
+    lead_bonus: float = 0.0
+    guard_top: int = 10
+    guard_min_shared: int = 0
     legs: frozenset[LegFamily] = ALL_LEGS
 
     @classmethod
@@ -68,6 +79,10 @@ class RetrievalConfig:
             hyde_threshold_score=settings.hyde_threshold_score,
             hyde_threshold_count=settings.hyde_threshold_count,
             k_adjacent=settings.k_adjacent if k_adjacent is None else k_adjacent,
+            hyde_weak_writers=tuple(settings.hyde_weak_writers),
+            lead_bonus=settings.dense_lead_bonus,
+            guard_top=settings.fusion_guard_top,
+            guard_min_shared=settings.fusion_guard_min_shared,
         )
 
 
@@ -117,7 +132,17 @@ class Retriever:
         report = SearchReport()
         legs = self.run_legs(plan, config, filters, report)
         report.legs = {leg: len(hits) for leg, hits in legs.items()}
-        if config.fusion == "alpha":
+        legs = {
+            leg: favour_leads(hits, config.lead_bonus) if leg_family(leg) in DENSE_FAMILIES else hits
+            for leg, hits in legs.items()
+        }
+        if config.fusion == "alpha" and not legs_agree(legs, config.guard_top, config.guard_min_shared):
+            report.fusion = (
+                f"dense only (α=1): dense and BM25 share fewer than {config.guard_min_shared} of "
+                f"their first {config.guard_top} documents"
+            )
+            fused = alpha_blend(legs, 1.0)
+        elif config.fusion == "alpha":
             report.fusion = f"α-blend (α={config.alpha:g})"
             fused = alpha_blend(legs, config.alpha)
         else:
@@ -183,7 +208,12 @@ class Retriever:
             )
             dense_hits = first.result()
         decision = decide_hyde(
-            config.hyde_mode, dense_hits, config.hyde_threshold_score, config.hyde_threshold_count
+            config.hyde_mode,
+            dense_hits,
+            config.hyde_threshold_score,
+            config.hyde_threshold_count,
+            writer=self.llm.name if self.llm is not None else None,
+            weak_writers=config.hyde_weak_writers,
         )
         passage = self.hyde_passage(plan, decision, report) if decision.run else None
         if decision.run and passage is None:

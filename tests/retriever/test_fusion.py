@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from services.retriever.fusion import alpha_blend, min_max, reciprocal_rank_fusion
-from shared.contracts import Chunk, SourceKind
+from services.retriever.fusion import (
+    alpha_blend,
+    favour_leads,
+    legs_agree,
+    min_max,
+    reciprocal_rank_fusion,
+)
+from services.retriever.search import Retriever
+from shared.contracts import Chunk, HydeMode, Plan, SearchFilters, SourceKind
 from shared.interfaces import Hit
+from tests.retriever.conftest import retrieval_config
 
 
 def hit(chunk_id: str, score: float = 0.0) -> Hit:
@@ -86,3 +96,52 @@ def test_alpha_blend_takes_the_best_dense_leg_and_best_lexical_leg() -> None:
     scores = {c.chunk.id: c.fused_score for c in alpha_blend(legs, alpha=0.5)}
     # a: dense max(1, 0) = 1, lexical 0 -> 0.5; b: dense max(0, 1) = 1, lexical 1 -> 1.0
     assert scores == pytest.approx({"a": 0.5, "b": 1.0})
+
+
+def doc_hit(document_id: str, score: float) -> Hit:
+    found = hit(f"{document_id}#0", score)
+    return Hit(chunk=found.chunk.model_copy(update={"document_id": document_id}), score=score)
+
+
+def test_legs_agree_when_dense_and_bm25_share_enough_of_their_first_documents() -> None:
+    dense = [doc_hit("a", 0.9), doc_hit("b", 0.8), doc_hit("c", 0.7)]
+    shares_c = {"dense:0": dense, "bm25": [doc_hit("x", 9.0), doc_hit("c", 5.0)]}
+    assert legs_agree(shares_c, top=3, min_shared=1)
+    assert not legs_agree(shares_c, top=2, min_shared=1), "c is third in dense: outside its first 2"
+    assert not legs_agree(shares_c, top=3, min_shared=2)
+    assert legs_agree(shares_c, top=1, min_shared=0), "a guard of 0 never falls back"
+    assert legs_agree({"dense:0": dense, "bm25": []}, top=3, min_shared=1), "no keyword leg: nothing to doubt"
+
+
+def test_search_falls_back_to_dense_alone_when_the_legs_disagree(corpus) -> None:
+    plan = Plan(variations=["global interpreter lock threads"])
+    retriever = Retriever(corpus.store, corpus.embedder)
+    config = retrieval_config(pool=10, keep=5, hyde_mode=HydeMode.OFF, fusion="alpha", alpha=0.5)
+
+    _, agreeing = retriever.search(plan, replace(config, guard_min_shared=1))
+    assert agreeing.fusion == "α-blend (α=0.5)", "dense and BM25 both find the GIL notes first"
+
+    unreachable = replace(config, guard_top=2, guard_min_shared=3)  # two documents never share three
+    candidates, report = retriever.search(plan, unreachable)
+    assert report.fusion.startswith("dense only (α=1): dense and BM25 share fewer than 3")
+    dense_order = [hit.chunk.id for hit in retriever.dense(plan.variations[0], 10, SearchFilters())]
+    assert [c.chunk.id for c in candidates] == dense_order[:5]
+
+
+def test_favour_leads_adds_the_bonus_to_lead_chunks_only_and_re_sorts() -> None:
+    lead = hit("lead", 0.50)
+    later = Hit(chunk=hit("later", 0.58).chunk.model_copy(update={"ordinal": 3}), score=0.58)
+    favoured = favour_leads([later, lead], bonus=0.1)
+    assert ids(favoured) == ["lead", "later"]
+    assert favoured[0].score == pytest.approx(0.60) and favoured[1].score == pytest.approx(0.58)
+    assert favour_leads([later, lead], bonus=0.0) == [later, lead], "0 leaves the store's order"
+
+
+def test_search_fuses_the_dense_leg_with_lead_chunks_favoured(corpus) -> None:
+    plan = Plan(variations=["global interpreter lock threads"])
+    retriever = Retriever(corpus.store, corpus.embedder)
+    config = retrieval_config(pool=10, keep=10, hyde_mode=HydeMode.OFF, legs=frozenset({"dense"}))
+    plain, _ = retriever.search(plan, config)
+    favoured, _ = retriever.search(plan, replace(config, lead_bonus=1.0))
+    leads_first = sorted(plain, key=lambda c: c.chunk.ordinal != 0)  # stable: store order within each
+    assert [c.chunk.id for c in favoured] == [c.chunk.id for c in leads_first]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from services.retriever.hyde import HydeDraft, decide_hyde
 from services.retriever.search import RetrievalConfig, Retriever
-from shared.contracts import HydeMode, Plan
+from shared.contracts import HydeMode, Plan, Strategy
+from shared.settings import Settings
 from tests.retriever.conftest import retrieval_config
 
 from .test_fusion import hit
@@ -58,3 +61,29 @@ def test_missing_passage_is_written_by_the_llm_or_reported(corpus) -> None:
     llm = ScriptedLLM(HydeDraft(passage=PASSAGE))
     _, with_llm = Retriever(corpus.store, corpus.embedder, llm=llm).search(plan, config(HydeMode.SUPPLEMENT))
     assert with_llm.hyde.run and with_llm.legs["hyde"] > 0
+
+
+def test_supplement_skips_a_writer_measured_to_lower_the_score_and_says_so() -> None:
+    weak = [hit("a", 0.2)]
+    decision = decide_hyde(HydeMode.SUPPLEMENT, weak, 0.4, 2, "llama-cpp:smollm2-135m.gguf", ("SmolLM2",))
+    assert not decision.run and "HYDE_WEAK_WRITERS (SmolLM2)" in decision.reason
+    assert decide_hyde(HydeMode.SUPPLEMENT, weak, 0.4, 2, "ollama:qwen2.5:7b", ("SmolLM2",)).run
+    assert decide_hyde(HydeMode.FUSION, weak, 0.4, 2, "llama-cpp:smollm2.gguf", ("SmolLM2",)).run
+
+
+def test_supplement_with_a_weak_writer_searches_without_asking_it(corpus) -> None:
+    plan = Plan(variations=["zxqv plorb wimble fandangle"])
+    llm = ScriptedLLM(HydeDraft(passage=PASSAGE))
+    llm.name = "llama-cpp:SmolLM2-135M-Instruct.gguf"
+    weak_writer = replace(config(HydeMode.SUPPLEMENT), hyde_weak_writers=("SmolLM2",))
+    candidates, report = Retriever(corpus.store, corpus.embedder, llm=llm).search(plan, weak_writer)
+    assert not report.hyde.run and "HYDE_WEAK_WRITERS" in report.hyde.reason
+    assert "hyde" not in report.legs and llm.prompts == []
+    assert candidates, "the other legs still answer"
+
+
+def test_weak_writers_come_from_a_comma_separated_setting(monkeypatch) -> None:
+    monkeypatch.setenv("HINDSIGHT_HYDE_WEAK_WRITERS", "SmolLM2, tinyllama")
+    assert Settings().hyde_weak_writers == ["SmolLM2", "tinyllama"]
+    config = RetrievalConfig.from_settings(Settings(), Strategy.PRECISE)
+    assert config.hyde_weak_writers == ("SmolLM2", "tinyllama")

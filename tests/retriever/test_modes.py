@@ -56,9 +56,10 @@ def test_semantic_mode_uses_only_the_dense_leg(retriever) -> None:
 def test_hybrid_mode_fuses_dense_bm25_and_exact_and_says_how_each_was_found(retriever) -> None:
     result = search(retriever, "what does asyncio.run() do to the event loop", SearchMode.HYBRID)
     assert {"dense:0", "bm25", "exact"} <= set(result.legs)
-    top = result.candidates[0]
-    assert top.chunk.source_uri.endswith("asyncio.md")
-    assert {"dense:0", "bm25", "exact"} <= set(top.ranks)
+    assert result.candidates[0].chunk.source_uri.endswith("asyncio.md")
+    exact_match = next(c for c in result.candidates if "asyncio.run()" in c.chunk.text)
+    assert exact_match.chunk.source_uri.endswith("asyncio.md")
+    assert {"dense:0", "bm25", "exact"} <= set(exact_match.ranks), "found by every leg, and says so"
 
 
 def test_auto_falls_back_to_hybrid_when_exact_finds_nothing(retriever) -> None:
