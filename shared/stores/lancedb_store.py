@@ -173,7 +173,11 @@ class LanceDBStore:
         with self._write_lock():
             self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
             self._documents = self._open_or_create(DOCUMENTS, DOCUMENTS_SCHEMA)
-            self.repaired = self._repair()
+            try:
+                self.repaired = self._repair()
+            except (OSError, RuntimeError):  # a full disk or a read-only mount: reads go on, repair waits
+                log.exception("store %s needs a repair it cannot write now", path)
+                self.repaired = StoreRepair()
         if self.repaired:
             log.warning("store %s repaired after an interrupted write: %s", path, self.repaired)
 

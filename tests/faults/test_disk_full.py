@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shared.stores.lancedb_store import LanceDBStore
+from shared.stores.lancedb_store import LanceDBStore, chunk_row
 from tests.faults.store_writer import DIMENSION, MAX_CHUNKS, written_document
 from tests.faults.test_store_crash import assert_manifest_agrees
 
@@ -88,3 +88,24 @@ def test_a_write_that_fills_the_disk_fails_and_leaves_the_previous_version_reada
     )
     assert counts == {f"doc-{n}": 4 for n in range(DOCUMENTS)}
     print(f"ENOSPC: {str(failure.value)[:160]}; {pending} rows pending until the next scan")
+
+
+def test_a_store_that_needs_a_repair_still_opens_and_reads_on_a_full_disk(small_disk: Path) -> None:
+    store_dir = small_disk / "store"
+    store = LanceDBStore(store_dir, DIMENSION)
+    write_version(store, "first", chunks_each=2, text_bytes=200)
+    orphan, orphan_chunks = written_document(DOCUMENTS, "orphan", 3)
+    # Chunks no manifest row claims, as a writer killed between its two commits leaves them.
+    store._chunks.add([chunk_row(chunk, np.ones(DIMENSION, dtype=np.float32)) for chunk in orphan_chunks])
+    fill(small_disk, leave_bytes=0)
+
+    full = LanceDBStore(store_dir, DIMENSION)
+    readable = {
+        e.document_id: len(full.document_chunks(e.document_id, [0, 1, 2])) for e in full.manifest().values()
+    }
+    (small_disk / "filler").unlink()
+    repaired = LanceDBStore(store_dir, DIMENSION)
+
+    assert readable == {f"doc-{n}": 2 for n in range(DOCUMENTS)}
+    assert repaired.repaired.orphan_documents == [orphan.id]
+    assert_manifest_agrees(repaired, MAX_CHUNKS)
