@@ -173,7 +173,11 @@ class LanceDBStore:
         with self._write_lock():
             self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
             self._documents = self._open_or_create(DOCUMENTS, DOCUMENTS_SCHEMA)
-            self.repaired = self._repair()
+            try:
+                self.repaired = self._repair()
+            except (OSError, RuntimeError):  # a full disk or a read-only mount: reads go on, repair waits
+                log.exception("store %s needs a repair it cannot write now", path)
+                self.repaired = StoreRepair()
         if self.repaired:
             log.warning("store %s repaired after an interrupted write: %s", path, self.repaired)
 
@@ -267,13 +271,18 @@ class LanceDBStore:
 
     def _compact(self) -> None:
         """Merge fragments and fold new rows into the indexes, then delete the files of versions
-        replaced more than ``KEEP_OLD_VERSIONS`` ago; the caller holds the write lock."""
-        for table in (self._chunks, self._documents):
-            # The cut is computed after compacting: a compaction that outlasted the margin would
-            # otherwise move it past the version current until now.
-            table.optimize(cleanup_older_than=_NO_CLEANUP)
-            created = [version["timestamp"] for version in table.list_versions()]
-            table.optimize(cleanup_older_than=cleanup_age(created, datetime.now(UTC), KEEP_OLD_VERSIONS))
+        replaced more than ``KEEP_OLD_VERSIONS`` ago; the caller holds the write lock. Compaction
+        commits whole or not at all, and the data is complete without it (only slower to search),
+        so one that cannot be written (a full disk) is logged and left to the next."""
+        try:
+            for table in (self._chunks, self._documents):
+                # The cut is computed after compacting: a compaction that outlasted the margin would
+                # otherwise move it past the version current until now.
+                table.optimize(cleanup_older_than=_NO_CLEANUP)
+                created = [version["timestamp"] for version in table.list_versions()]
+                table.optimize(cleanup_older_than=cleanup_age(created, datetime.now(UTC), KEEP_OLD_VERSIONS))
+        except (OSError, RuntimeError):
+            log.exception("compacting the store %s failed; left to the next compaction", self._path)
 
     def manifest(self, root: str | None = None) -> dict[str, ManifestEntry]:
         query = self._documents.search().select(["document_id", "source_uri", "content_hash", "chunk_count"])
