@@ -111,6 +111,7 @@ class Stack:
     gateway_port: int = field(default_factory=free_port)
     flower_port: int = field(default_factory=free_port)
     flower_auth: str = field(default_factory=lambda: f"smoke:{secrets.token_urlsafe(12)}")
+    redis_password: str = field(default_factory=lambda: secrets.token_hex(16))
     key: str = ""
 
     @property
@@ -129,7 +130,7 @@ class Stack:
         """The compose file: docker-compose.yml on the host network with this stack's ports."""
         shutil.copytree(REPO / "samples", self.library)
         spec = yaml.safe_load(EMBEDDED.read_text())
-        redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
+        redis_url = f"redis://:{self.redis_password}@127.0.0.1:{self.redis_port}/0"
         for name, service in spec["services"].items():
             service["network_mode"] = "host"
             service.pop("ports", None)
@@ -144,7 +145,9 @@ class Stack:
                 service["environment"] = {**environment, "HINDSIGHT_REDIS_URL": redis_url}
             if name == "redis":
                 service["command"] += ["--port", str(self.redis_port), "--bind", "127.0.0.1"]
-                service["healthcheck"]["test"] = ["CMD", "redis-cli", "-p", str(self.redis_port), "ping"]
+                service["healthcheck"]["test"][-1] = service["healthcheck"]["test"][-1].replace(
+                    "redis-cli ping", f"redis-cli -p {self.redis_port} ping"
+                )
         gateway, flower = spec["services"]["gateway"], spec["services"]["flower"]
         gateway["environment"] |= {
             "HINDSIGHT_GATEWAY_HOST": "127.0.0.1",
@@ -173,7 +176,8 @@ class Stack:
             "-f",
             str(self.folder / "docker-compose.yml"),
         ]
-        result = subprocess.run([*command, *arguments], capture_output=True, text=True, timeout=600)
+        env = {**os.environ, "REDIS_PASSWORD": self.redis_password}
+        result = subprocess.run([*command, *arguments], env=env, capture_output=True, text=True, timeout=600)
         if check:
             assert result.returncode == 0, f"compose {' '.join(arguments)}:\n{result.stdout}{result.stderr}"
         return result

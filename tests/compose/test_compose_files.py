@@ -5,6 +5,7 @@ service needs, and send the daemon no local state."""
 from __future__ import annotations
 
 import fnmatch
+import os
 import subprocess
 
 import pytest
@@ -30,7 +31,8 @@ def merged(profile: str) -> dict:
     if command is None:
         pytest.skip("neither `docker compose` nor `docker-compose` is installed")
     files = [arg for path in PROFILES[profile] for arg in ("-f", str(path))]
-    result = subprocess.run([*command, *files, "config"], cwd=REPO, capture_output=True, text=True)
+    env = {**os.environ, "REDIS_PASSWORD": "compose-config-check"}
+    result = subprocess.run([*command, *files, "config"], cwd=REPO, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return yaml.safe_load(result.stdout)
 
@@ -139,6 +141,21 @@ def test_local_redis_persists_like_compose_so_a_restart_loses_no_queued_task() -
     from cli.local_stack import REDIS_PERSISTENCE
 
     command = yaml.safe_load(EMBEDDED.read_text())["services"]["redis"]["command"]
-    assert command[0] == "redis-server"
-    assert tuple(command[1:]) == REDIS_PERSISTENCE
+    assert command[:2] == ["sh", "-c"] and "exec redis-server" in command[2]
+    assert tuple(command[-len(REDIS_PERSISTENCE) :]) == REDIS_PERSISTENCE
     assert command[command.index("--appendonly") + 1] == "yes"
+
+
+def test_redis_needs_a_password_that_every_service_uses_and_compose_refuses_to_start_without_it() -> None:
+    command = compose_command()
+    if command is None:
+        pytest.skip("neither `docker compose` nor `docker-compose` is installed")
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_PASSWORD"}
+    refused = subprocess.run([*command, "config"], cwd=REPO, env=env, capture_output=True, text=True)
+    assert refused.returncode != 0 and "set REDIS_PASSWORD in .env" in refused.stderr
+    services = merged("embedded")["services"]
+    urls = [s["environment"].get("HINDSIGHT_REDIS_URL") for s in services.values() if s.get("environment")]
+    urls = [u for u in urls if u is not None]
+    assert urls and all(u.startswith("redis://:compose-config-check@redis:") for u in urls), urls
+    redis = services["redis"]
+    assert "requirepass" in redis["command"][2] and "compose-config-check" not in " ".join(redis["command"])
