@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +54,19 @@ def start_gateway(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
+@contextmanager
+def running_gateway(env: dict[str, str], data_dir: Path) -> Iterator[Gateway]:
+    """The gateway of ``env`` as its own process, from when it answers until the block ends."""
+    process = start_gateway(env, data_dir / "gateway.log")
+    url = env["HINDSIGHT_GATEWAY_URL"]
+    try:
+        wait_for(lambda: httpx.get(f"{url}/healthz").status_code == 200, 30, "the gateway")
+        yield Gateway(url, env, data_dir)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
 @pytest.fixture(scope="module")
 def gateway(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """The gateway as its own process (``python -m services.gateway``), with small limits to hit."""
@@ -70,9 +84,5 @@ def gateway(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         # No worker runs beside this gateway: its questions are queued, as with workers started on demand.
         HINDSIGHT_REFUSE_WITHOUT_WORKERS="false",
     )
-    process = start_gateway(env, data_dir / "gateway.log")
-    url = f"http://127.0.0.1:{port}"
-    wait_for(lambda: httpx.get(f"{url}/metrics").status_code == 200, 30, "the gateway")
-    yield Gateway(url, env, data_dir)
-    process.terminate()
-    process.wait(10)
+    with running_gateway(env, data_dir) as running:
+        yield running

@@ -8,7 +8,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import redis
 
@@ -18,7 +17,7 @@ from shared.events import EventStream
 from shared.scrape_runs import SCRAPE_LOCK_KEY
 from testing.perplexity_replay import ReplayServer
 from testing.processes import free_port, wait_for
-from tests.gateway.conftest import REPO, Gateway, hindsight_env, start_gateway
+from tests.gateway.conftest import REPO, Gateway, hindsight_env, running_gateway
 from tests.scraper.conftest import CHROMIUM, write_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -43,12 +42,8 @@ def gateway(redis_url: str, replay: ReplayServer, tmp_path: Path) -> Iterator[Ga
         HINDSIGHT_SCRAPE_THREAD_DELAY_S="0",
         HINDSIGHT_SCRAPE_THREAD_JITTER_S="0",
     )
-    process = start_gateway(env, data_dir / "gateway.log")
-    url = f"http://127.0.0.1:{port}"
-    wait_for(lambda: httpx.get(f"{url}/metrics").status_code == 200, 30, "the gateway")
-    yield Gateway(url, env, data_dir)
-    process.terminate()
-    process.wait(10)
+    with running_gateway(env, data_dir) as running:
+        yield running
 
 
 @pytest.fixture

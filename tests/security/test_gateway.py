@@ -18,7 +18,7 @@ import redis
 from services.gateway.security import InlineBlocks, source_hashes
 from shared.api_keys import KeyFile
 from testing.processes import free_port, wait_for
-from tests.gateway.conftest import REPO, Gateway, hindsight_env, start_gateway
+from tests.gateway.conftest import REPO, Gateway, hindsight_env, running_gateway
 
 pytestmark = pytest.mark.integration
 PAGE = REPO / "services" / "gateway" / "static" / "index.html"
@@ -40,12 +40,8 @@ def gateway(redis_url: str, library: Path, tmp_path_factory: pytest.TempPathFact
         HINDSIGHT_JOB_SOFT_TIME_LIMIT_S="1", HINDSIGHT_JOB_TIME_LIMIT_S="2",
         HINDSIGHT_RATE_LIMIT_PER_MINUTE="1000", HINDSIGHT_SEARCH_TIMEOUT_S="1",
     )  # fmt: skip
-    process = start_gateway(env, data_dir / "gateway.log")
-    url = f"http://127.0.0.1:{port}"
-    wait_for(lambda: httpx.get(f"{url}/healthz").status_code == 200, 30, "the gateway")
-    yield Gateway(url, env, data_dir)
-    process.terminate()
-    process.wait(10)
+    with running_gateway(env, data_dir) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
