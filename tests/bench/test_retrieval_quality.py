@@ -8,6 +8,7 @@ exact leg with dense) ranks it in its top 10 every time.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -52,7 +53,8 @@ def write_beir(folder: Path) -> None:
 def run_bench(cache: Path, *datasets: Path) -> str:
     command = [sys.executable, "bench/retrieval_quality.py", *map(str, datasets), "--cache-dir", str(cache)]
     command.append("--no-hyde")
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # as bench/README.md runs it
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
