@@ -34,8 +34,9 @@ INDEXERS = ("indexer-a", "indexer-b")
 def compose_redis_persistence() -> tuple[str, ...]:
     """The flags production Redis runs with, read from the compose file so the two cannot drift."""
     command = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]["redis"]["command"]
-    assert command[0] == "redis-server" and command[command.index("--appendonly") + 1] == "yes"
-    return tuple(command[1:])
+    flags = command[command.index("redis-server") + 1 :]  # after the password file's shell wrapper
+    assert flags[flags.index("--appendonly") + 1] == "yes"
+    return tuple(flags)
 
 
 class RestartableRedis:
