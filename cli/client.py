@@ -31,8 +31,9 @@ class GatewayError(RuntimeError):
 
 
 def explain_refusal(status_code: int, reason: str, retry_after: str | None = None) -> str:
-    """A refusal in one sentence with its fix (401: the key; 429/503: when to retry)."""
-    if status_code in (401, 403):
+    """A refusal in one sentence with its fix (401: the key; 429/503: when to retry); any other
+    refusal (403 outside the roots, 404, 409, 422) is the gateway's own sentence."""
+    if status_code == 401:
         return (
             f"the gateway refused the API key ({reason}): set HINDSIGHT_API_KEY to a key from "
             "`hindsight keys create`, or run `hindsight up` to give this CLI its own"

@@ -30,8 +30,19 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayClient, Path]]:
-    """Workers for every queue and the gateway, started the way ``hindsight up`` starts them."""
+def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the repository's samples/, the demo's library."""
+    folder = tmp_path_factory.mktemp("samples")
+    shutil.copytree(REPO / "samples", folder, dirs_exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def stack(
+    redis_url: str, samples: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[GatewayClient, Path]]:
+    """Workers for every queue and the gateway, started the way ``hindsight up`` starts them, with the
+    test corpus and the samples as roots."""
     data_dir = tmp_path_factory.mktemp("data")
     corpus = tmp_path_factory.mktemp("corpus")
     shutil.copytree(CORPUS, corpus, dirs_exist_ok=True)
@@ -44,7 +55,8 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         gateway_url=f"http://127.0.0.1:{port}",
     )
     ensure_local_key(settings)
-    register_root(settings, corpus)  # as `hindsight index` does
+    for root in (corpus, samples):
+        register_root(settings, root)  # as `hindsight index` does
     local = LocalStack(settings)
     local.up()
     client = GatewayClient(settings.gateway_url, client_key(settings))
@@ -100,11 +112,9 @@ def asked(client: GatewayClient, question: str) -> Answer:
 
 
 def test_the_demo_questions_are_answered_in_whole_sentences_cited_at_path_and_line(
-    stack: tuple[GatewayClient, Path], tmp_path: Path
+    stack: tuple[GatewayClient, Path], samples: Path
 ) -> None:
     client, _ = stack
-    samples = tmp_path / "samples"
-    shutil.copytree(REPO / "samples", samples)
     index_and_wait(client, samples)
     feeding = "It lives in the fridge and gets fed every Sunday with equal weights of rye flour and water."
 
