@@ -25,9 +25,14 @@ APP_USER_RULES = "~* &* +@all -@dangerous"
 
 def acl_rules(user: str, password: str, rules: str = APP_USER_RULES) -> str:
     """An ACL file: ``user`` on with ``password`` (stored hashed) and ``rules``; every other user,
-    ``default`` included, off."""
+    ``default`` included, off.
+
+    No client can log in as the ``default`` user (it is off and has no password), but it keeps every
+    permission: Redis replays its own append-only file as that user and checks the commands inside each
+    MULTI against its rules, so a ``default`` without them would drop every transaction (Celery's chord
+    counters, kombu's requeues) when Redis restarts."""
     digest = hashlib.sha256(password.encode()).hexdigest()
-    default_off = "" if user == "default" else "user default off\n"
+    default_off = "" if user == "default" else "user default off ~* &* +@all\n"
     return f"{default_off}user {user} on #{digest} {rules}\n"
 
 

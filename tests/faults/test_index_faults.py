@@ -120,12 +120,6 @@ def test_a_thousand_bad_files_are_each_reported_and_every_good_file_beside_them_
     print(f"{len(bad)} bad files of {len(writers)} kinds: {report.failed} failed, {report.skipped} skipped")
 
 
-@pytest.mark.xfail(
-    reason="known regression since Redis demands a user and password: after the restart the workers "
-    "reconnect and requeue the messages they held, but nobody takes them again and the job's report "
-    "never comes (open: the first thing to fix in the next round of issue 23)",
-    strict=False,
-)
 def test_redis_restarted_mid_index_loses_and_duplicates_no_chunk(
     stack: FaultStack, broker: RestartableRedis, library: Path
 ) -> None:
