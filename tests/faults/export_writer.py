@@ -3,12 +3,15 @@
 ``python -m tests.faults.export_writer EXPORT_DIR REVISION COUNT`` writes ``COUNT`` threads through
 the scraper's :class:`~services.scraper.writer.ThreadWriter`, as an export run does once it has
 fetched them. Each revision changes every thread's answer and every third thread's title (so its
-file moves), and the checkpoint is saved every ``SAVE_EVERY`` writes, as in a real run.
+file moves), and the checkpoint is saved every ``SAVE_EVERY`` writes, as in a real run. It prints
+how many threads it has written after each one, so the test can kill it at a chosen point of the run
+however fast the machine is.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from services.scraper.models import Thread, Turn
@@ -25,14 +28,16 @@ def thread(number: int, revision: int) -> Thread:
     )
 
 
-def export(export_dir: Path, revision: int, count: int) -> None:
+def export(export_dir: Path, revision: int, count: int, written: Callable[[int], None] | None = None) -> None:
     writer = ThreadWriter(export_dir)
     try:
         for number in range(count):
             writer.write(thread(number, revision), listing=f"r{revision}")
+            if written is not None:
+                written(number + 1)
     finally:
         writer.close()
 
 
 if __name__ == "__main__":
-    export(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
+    export(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), lambda n: print(n, flush=True))

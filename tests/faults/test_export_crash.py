@@ -14,7 +14,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -35,14 +34,21 @@ def markdown_files(export_dir: Path) -> set[str]:
 
 
 def kill_export_mid_run(export_dir: Path, revision: int, rng: random.Random) -> None:
+    """SIGKILL the exporter once it has written a random number of threads, fewer than all."""
     exporter = subprocess.Popen(
         [sys.executable, "-m", "tests.faults.export_writer", str(export_dir), str(revision), str(THREADS)],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        text=True,
         start_new_session=True,
     )
+    target = rng.randint(1, THREADS - 1)
     try:
-        time.sleep(rng.uniform(0.8, 2.5))  # the interpreter starts in about half a second
+        assert exporter.stdout is not None
+        for line in exporter.stdout:
+            if int(line) >= target:
+                break
     finally:
         os.killpg(exporter.pid, signal.SIGKILL)
         exporter.wait()
