@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +28,20 @@ DEFAULT_MODELS_DIR = REPO / ".hindsight" / "models"
 
 def models_dir() -> Path:
     return Path(os.environ.get("HINDSIGHT_MODELS_DIR", DEFAULT_MODELS_DIR)).resolve()
+
+
+def run_hindsight(env: dict[str, str], *args: str, timeout_s: float = 240) -> str:
+    """``hindsight ARGS`` as a user runs it, in ``env``; its output, once it exits 0."""
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
 
 
 def require_embedder() -> Path:

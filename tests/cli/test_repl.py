@@ -17,7 +17,7 @@ import pexpect
 import pytest
 
 from testing.processes import free_port
-from tests.conftest import REPO, models_dir
+from tests.conftest import REPO, models_dir, run_hindsight
 
 pytestmark = pytest.mark.integration
 
@@ -89,28 +89,19 @@ def test_repl_menu_runs_the_whole_local_workflow(tmp_path: Path) -> None:
 def _scripts_get_json(env: dict[str, str], samples: Path) -> None:
     """``--json`` prints only JSON; the exact search finds a phrase a line break splits, and neighbour
     expansion never returns one passage twice."""
-    answer = json.loads(_hindsight(env, "ask", "--json", "What is my sourdough starter called?"))
+    answer = json.loads(
+        run_hindsight(env, "ask", "--json", "What is my sourdough starter called?", timeout_s=120)
+    )
     assert "Clint" in answer["markdown"] and answer["citations"]
-    found = json.loads(_hindsight(env, "search", "--json", "--mode", "exact", "rye flour"))
+    found = json.loads(run_hindsight(env, "search", "--json", "--mode", "exact", "rye flour", timeout_s=120))
     assert found["candidates"][0]["chunk"]["source_uri"] == str(samples / "notes" / "sourdough.md")
-    status = " ".join(_hindsight(env, "status").split())
+    status = " ".join(run_hindsight(env, "status", timeout_s=120).split())
     assert "documents │ 4" in status and f"{samples} — 4 documents, not watched" in status
-    widened = json.loads(_hindsight(env, "search", "--json", "--k-adjacent", "1", "cold retard hydration"))
+    widened = json.loads(
+        run_hindsight(env, "search", "--json", "--k-adjacent", "1", "cold retard hydration", timeout_s=120)
+    )
     passages = [c["passage"] for c in widened["candidates"]]
     assert passages and len(passages) == len(set(passages))
-
-
-def _hindsight(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "cli.main", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
 
 
 def _stop_stack(env: dict[str, str]) -> None:

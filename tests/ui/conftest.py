@@ -21,6 +21,7 @@ import pytest
 
 from shared.api_keys import KeyFile
 from testing.processes import free_port, wait_for
+from tests.conftest import run_hindsight
 from tests.gateway.conftest import REPO, hindsight_env, start_gateway
 
 if TYPE_CHECKING:
@@ -58,19 +59,6 @@ class Stack:
         return httpx.Client(base_url=self.url, headers={"X-API-Key": self.key}, timeout=60)
 
 
-def cli(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "cli.main", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """``hindsight up`` with the samples, an exported thread and a broken PDF in its library; the
@@ -93,11 +81,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         HINDSIGHT_ROOTS=str(library),  # the page may index any folder of the library
     )
     try:
-        cli(env, "up")
+        run_hindsight(env, "up")
         key = (data_dir / "cli.key").read_text().strip()
         running = Stack(f"http://127.0.0.1:{port}", key, env, library)
-        cli(env, "index", str(library / "samples" / "notes"))
-        cli(env, "index", str(library / "perplexity"))
+        run_hindsight(env, "index", str(library / "samples" / "notes"))
+        run_hindsight(env, "index", str(library / "perplexity"))
         yield running
     finally:
         subprocess.run(
