@@ -10,7 +10,7 @@ ships neither, still runs `hindsight keys`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from cli.actions import keys, models, search, stack
 from cli.actions.ask import ask_question
-from cli.actions.index import index_and_watch, run_index
+from cli.actions.index import index_and_watch, index_when_running, run_index
 from cli.client import GatewayError, default_client, transport_failure
 from cli.console import console, error_console
 from shared.contracts import SearchFilters, SearchMode, SearchRequest, SourceKind, Strategy
@@ -250,13 +250,11 @@ def import_perplexity_markdown(
 
 def index_imported(export_root: Path) -> None:
     """Index the imported threads now, or say exactly what to run when Hindsight is not running."""
-    try:
-        run_index(default_client(), export_root)
-    except httpx.TransportError:
-        console.print(
+    with suppress(httpx.TransportError):
+        index_when_running(
+            export_root,
             f"[yellow]not indexed yet[/yellow]: start Hindsight with `hindsight up`, then run "
             f"`hindsight index {export_root}`",
-            soft_wrap=True,
         )
 
 

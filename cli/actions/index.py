@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
-from cli.client import GatewayClient
+from cli.client import GatewayClient, default_client
 from cli.console import console
 from shared.contracts import Event, IndexFileResult, IndexProgress, ScanReport
 from shared.index_jobs import PathOutsideRootsError, register_root
@@ -103,6 +104,16 @@ def render_report(report: ScanReport) -> None:
         console.print(f"[yellow]skipped[/yellow] {skipped.path}: {skipped.reason}")
     if report.skipped > SKIPPED_SHOWN:
         console.print(f"[yellow]… and {report.skipped - SKIPPED_SHOWN} more skipped[/yellow]")
+
+
+def index_when_running(root: Path, not_running: str) -> None:
+    """Index ``root`` through the gateway's index job with its progress bar; when Hindsight is not
+    running, print ``not_running`` (what to run instead) and re-raise the connection error."""
+    try:
+        run_index(default_client(), root)
+    except httpx.TransportError:
+        console.print(not_running, soft_wrap=True)
+        raise
 
 
 def run_index(client: GatewayClient, root: Path, force: bool = False) -> ScanReport | None:

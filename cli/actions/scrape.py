@@ -13,10 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from cli.actions.index import run_index
-from cli.client import default_client
+from cli.actions.index import index_when_running
 from cli.console import console
 from services.scraper import (
     Thread,
@@ -62,16 +59,12 @@ def log_in(settings: Settings) -> None:
 
 
 def index_export(export_dir: Path) -> None:
-    """Index the export folder through the gateway's index job, with its progress bar."""
-    try:
-        run_index(default_client(), export_dir)
-    except httpx.TransportError:
-        console.print(
-            f"[yellow]exported but not indexed[/]: indexing needs the stack (`hindsight up`), "
-            f"then `hindsight index {export_dir}`",
-            soft_wrap=True,
-        )
-        raise
+    """Index the export folder, or say it was exported but not indexed and what to run."""
+    index_when_running(
+        export_dir,
+        f"[yellow]exported but not indexed[/]: indexing needs the stack (`hindsight up`), "
+        f"then `hindsight index {export_dir}`",
+    )
 
 
 def scrape(
