@@ -6,7 +6,8 @@ no symlink, a regular file under the roots, size-capped). A citation's span coun
 text (front matter included), so the span highlighted is ``text[char_start:char_end]`` when the file
 still holds the quote there; after an edit that moved it, the occurrence nearest the cited offset.
 When the quote cannot be found (PDF, file gone or changed, or refused by the safe open) the quote
-alone is returned, marked as such.
+alone is returned, marked as such. A Markdown file's evidence gets its thread context
+(``thread_source``) from the same read of the file.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from services.gateway.schemas import Evidence
+from services.gateway.thread_source import with_source_context
 from shared.contracts import Citation
+from shared.markdown_source import MARKDOWN_SUFFIXES
 from shared.safe_files import RefusedFileError, read_regular_file
 
 CONTEXT_CHARS = 400
@@ -53,18 +56,19 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
         line=citation.line,
     )
     path = readable_source(citation.source_uri, roots)
-    if path is None or not citation.quote:
+    if path is None:
         return found
     try:
         text = read_regular_file(path, EVIDENCE_MAX_BYTES, roots).decode("utf-8")
     except (OSError, UnicodeDecodeError, RefusedFileError):
         return found
-    start = nearest_occurrence(text, citation.quote, citation.char_start)
-    if start is None:
-        return found
-    end = start + len(citation.quote)
-    found.line = text.count("\n", 0, start) + 1
-    found.before = text[max(0, start - CONTEXT_CHARS) : start]
-    found.after = text[end : end + CONTEXT_CHARS]
-    found.located = True
+    start = nearest_occurrence(text, citation.quote, citation.char_start) if citation.quote else None
+    if start is not None:
+        end = start + len(citation.quote)
+        found.line = text.count("\n", 0, start) + 1
+        found.before = text[max(0, start - CONTEXT_CHARS) : start]
+        found.after = text[end : end + CONTEXT_CHARS]
+        found.located = True
+    if path.suffix.lower() in MARKDOWN_SUFFIXES:
+        with_source_context(found, citation, text)
     return found

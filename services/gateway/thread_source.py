@@ -5,29 +5,18 @@ front matter) and the turn's question (the ``##`` heading the quote sits under).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 
-from services.gateway.evidence import EVIDENCE_MAX_BYTES, readable_source
 from services.gateway.schemas import Evidence
 from shared.contracts import Citation
-from shared.markdown_source import MARKDOWN_SUFFIXES, split_front_matter
-from shared.safe_files import RefusedFileError, read_regular_file
+from shared.markdown_source import split_front_matter
 
 TURN_HEADING = "## "
 
 
-def with_source_context(evidence: Evidence, citation: Citation, roots: list[Path]) -> Evidence:
-    """``evidence`` without front matter in its context, plus the thread's address and the turn's
-    question when the source is a Markdown file with them."""
-    path = readable_source(citation.source_uri, roots)
-    if path is None or path.suffix.lower() not in MARKDOWN_SUFFIXES:
-        return evidence
-    try:
-        text = read_regular_file(path, EVIDENCE_MAX_BYTES, roots).decode("utf-8")
-    except (OSError, UnicodeDecodeError, RefusedFileError):
-        return evidence
+def with_source_context(evidence: Evidence, citation: Citation, text: str) -> Evidence:
+    """``evidence`` of a Markdown file whose text is ``text``, without front matter in its context,
+    plus the thread's address and the turn's question when the file has them."""
     header, body_start = split_front_matter(text)
     if evidence.located:
         window_start = text.find(evidence.before + evidence.quote)

@@ -32,7 +32,6 @@ from services.gateway.schemas import (
     error_responses,
 )
 from services.gateway.streaming import STREAM_START, LastEventId, event_stream
-from services.gateway.thread_source import with_source_context
 from services.gateway.worker_census import census, worker_for
 from services.gateway.workflow import start_question
 from shared.contracts import Answer, Event, Question
@@ -263,6 +262,4 @@ async def citation_evidence(
     citation = next((c for c in answer.citations if c.number == number), None)
     if citation is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the answer has no citation [{number}]")
-    roots = allowed_roots(settings)
-    evidence = await asyncio.to_thread(evidence_for, citation, roots)
-    return await asyncio.to_thread(with_source_context, evidence, citation, roots)
+    return await asyncio.to_thread(evidence_for, citation, allowed_roots(settings))
