@@ -14,7 +14,11 @@ from celery.signals import celeryd_init
 from kombu import Queue
 
 from shared.logging import install_celery_hooks
-from shared.reconnect import RequeueAfterReconnect, install_closed_connection_guard
+from shared.reconnect import (
+    RequeueAfterReconnect,
+    install_cannot_persist_as_outage,
+    install_closed_connection_guard,
+)
 from shared.settings import Settings, get_settings
 from shared.topology import QUESTION_CHAIN, QUESTION_QUEUES, QUEUES, TASK_QUEUES, task_routes
 
@@ -57,6 +61,7 @@ def create_app() -> Celery:
     )
     app.steps["consumer"].add(RequeueAfterReconnect)
     install_closed_connection_guard()
+    install_cannot_persist_as_outage()
     return app
 
 

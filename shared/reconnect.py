@@ -17,6 +17,7 @@ import redis
 from celery import bootsteps
 from celery.worker.state import active_requests
 from kombu.transport import redis as kombu_redis
+from redis._parsers.base import BaseParser
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,23 @@ def install_closed_connection_guard() -> None:
     """Patched on kombu's class rather than through a custom ``broker_transport``, which would
     change the broker URL's scheme that Flower reads."""
     kombu_redis.Channel._connparams = _connparams_of_an_open_connection  # type: ignore[method-assign]
+
+
+class RedisCannotPersistError(redis.ConnectionError):
+    """Redis refuses every write because it cannot save it (``MISCONF``: its disk is full or not
+    writable); it takes writes again by itself once its append-only file can be written."""
+
+
+def install_cannot_persist_as_outage() -> None:
+    """Make redis-py raise :class:`RedisCannotPersistError`, a connection error, for ``MISCONF``.
+
+    As a plain ``ResponseError`` it killed every worker ("Unrecoverable error" from the
+    acknowledgement kombu could not write) and failed tasks mid-write. As a connection error it is
+    the outage it is: clients retry it (``shared.events.OUTAGE_RETRY``), kombu reconnects instead of
+    stopping the worker, and the gateway answers 503. Registered in redis-py's table of error
+    prefixes, which its parsers (pure Python and hiredis, sync and asyncio) consult.
+    """
+    BaseParser.EXCEPTION_CLASSES["MISCONF"] = RedisCannotPersistError
 
 
 class RequeueAfterReconnect(bootsteps.StartStopStep):

@@ -48,6 +48,7 @@ from services.gateway.schemas import error_responses
 from services.gateway.security import SecurityHeaders, allowed_hosts, content_security_policy
 from services.gateway.streaming import SSE_BLOCK_MS
 from shared.api_keys import KeyFile
+from shared.reconnect import RedisCannotPersistError
 from shared.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.add_exception_handler(RequestValidationError, refused_fields)
     api.add_exception_handler(StarletteHTTPException, http_error)
     api.add_exception_handler(RedisConnectionError, redis_unreachable)
+    api.add_exception_handler(RedisCannotPersistError, redis_cannot_persist)
     api.add_exception_handler(RedisTimeoutError, redis_unreachable)
     for router in PROTECTED_ROUTERS:
         api.include_router(router, dependencies=PROTECTED, responses=PROTECTED_ERRORS)
@@ -130,6 +132,19 @@ async def redis_unreachable(_: Request, exc: Exception) -> Response:
         {"detail": "the gateway cannot reach Redis right now; retry in a few seconds"},
         status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
         headers={"Retry-After": "5"},
+    )
+
+
+async def redis_cannot_persist(_: Request, exc: Exception) -> Response:
+    """Redis refuses writes it cannot save (its disk is full): 503 naming the cause, for the operator."""
+    log.warning("Redis cannot persist writes: %s", exc)
+    return JSONResponse(
+        {
+            "detail": "Redis cannot write to its disk (full or not writable), so the gateway cannot "
+            "serve requests now. Free space on Redis's volume, then retry"
+        },
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": "30"},
     )
 
 

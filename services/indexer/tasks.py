@@ -15,10 +15,12 @@ ends with the same chunks, and files already recorded are not counted twice in t
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
 
+import redis
 from celery import Task, chord
 
 from services.indexer.pipeline import (
@@ -36,6 +38,8 @@ from shared.events import EventStream, index_report_key, store_result
 from shared.index_jobs import ProgressTracker
 from shared.settings import Settings, get_settings
 from shared.topology import INDEX_BATCH, INDEX_REPORT, INDEX_SCAN
+
+log = logging.getLogger(__name__)
 
 
 @app.task(name=INDEX_SCAN)
@@ -81,11 +85,25 @@ def index_files(self: Task, payload: dict[str, Any]) -> list[dict[str, Any]]:
                 backoff = settings.index_retry_backoff_s * 2**self.request.retries
                 retry_later(batch, attempts, backoff, exc)
                 raise self.retry(exc=exc, countdown=backoff) from exc
-    progress = ProgressTracker(batch.job_id)
     for result in results:
         result.attempts = attempts
-        report_file(batch.job_id, result, progress)
+    report_files(batch.job_id, results)
     return [result.to_payload() for result in results]
+
+
+def report_files(job_id: str, results: list[IndexFileResult]) -> None:
+    """Record each file's result in the job's progress and events, unless Redis stays unwritable.
+
+    The batch's results still go to the job's report (through the chord, whose writes Celery retries
+    far longer): a Redis that refuses writes for longer than ``OUTAGE_RETRY`` covers (its disk
+    full, say) leaves the progress short of these files, not the job without its end.
+    """
+    progress = ProgressTracker(job_id)
+    try:
+        for result in results:
+            report_file(job_id, result, progress)
+    except redis.ConnectionError as exc:
+        log.warning("progress of %d files of job %s not recorded: %s", len(results), job_id, exc)
 
 
 def park_culprits(batch: IndexBatch, settings: Settings, attempts: int) -> list[IndexFileResult]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -36,12 +37,14 @@ DOCUMENTS = 10
 VOLUME = "8m"
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mountpoint = tmp_path / "disk"
-    mountpoint.mkdir()
+@contextmanager
+def mounted_tmpfs(mountpoint: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (mode 0700) mounted at ``mountpoint`` for the block; skips where mounting is
+    not allowed (not root)."""
+    mountpoint.mkdir(parents=True, exist_ok=True)
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={VOLUME}", "tmpfs", str(mountpoint)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(mountpoint)],
+        capture_output=True,
     )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
@@ -49,6 +52,12 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mountpoint
     finally:
         subprocess.run(["umount", "-l", str(mountpoint)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    with mounted_tmpfs(tmp_path / "disk", VOLUME) as disk:
+        yield disk
 
 
 def write_version(store: LanceDBStore, write: str, chunks_each: int, text_bytes: int) -> None:
