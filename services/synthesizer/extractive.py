@@ -95,17 +95,6 @@ def opens_with_pronoun(sentence: Sentence) -> bool:
     return first.lower().strip(",;:") in PRONOUNS
 
 
-def answers_alone(sentence: Sentence) -> bool:
-    """A whole statement in prose, long enough to say something: not a heading, a question, a
-    fragment or a table row."""
-    return (
-        sentence.is_statement
-        and sentence.is_complete
-        and sentence.is_prose
-        and len(" ".join(sentence.text.split())) >= MIN_SENTENCE_CHARS
-    )
-
-
 def refers_back(sentence: Sentence, previous: Sentence, text: str) -> bool:
     """The sentence opens with a pronoun and follows ``previous`` in the same paragraph."""
     same_paragraph = "\n\n" not in text[previous.end : sentence.start]
@@ -113,28 +102,19 @@ def refers_back(sentence: Sentence, previous: Sentence, text: str) -> bool:
 
 
 def units_of(candidate: Candidate, rank: int) -> list[Unit]:
+    """The passage's whole statements (not headings, questions or cut lines), each with the sentence
+    it refers back to."""
     passage = passage_of(candidate)
     units = []
-    previous: Sentence | None = None
     for index, sentence in enumerate(passage.sentences):
-        eligible = (
-            index >= passage.leading
-            and sentence.is_statement
-            and sentence.is_complete
-            and len(" ".join(sentence.text.split())) >= MIN_SENTENCE_CHARS
-        )
-        if eligible:
-            start = sentence.start
-            gap = passage.text[previous.end : sentence.start] if previous is not None else ""
-            if (
-                previous is not None
-                and opens_with_pronoun(sentence)
-                and previous.is_statement
-                and "\n\n" not in gap
-            ):
-                start = previous.start
-            units.append(Unit(candidate, rank, passage.shift + start, passage.text[start : sentence.end]))
-        previous = sentence
+        whole = sentence.is_statement and sentence.is_complete
+        if index < passage.leading or not whole or len(" ".join(sentence.text.split())) < MIN_SENTENCE_CHARS:
+            continue
+        previous = passage.sentences[index - 1] if index > 0 else None
+        start = sentence.start
+        if previous is not None and refers_back(sentence, previous, passage.text):
+            start = previous.start
+        units.append(Unit(candidate, rank, passage.shift + start, passage.text[start : sentence.end]))
     return units
 
 

@@ -23,8 +23,6 @@ TRAILING_HEADING_MARKS = " \t#"
 PROSE_BLOCKS = frozenset({"paragraph_open", "heading_open"})
 SENTENCE_END = frozenset(".!?…")
 CLOSING_MARKS = "\"'”’)]*_"
-MIN_LETTER_SHARE = 0.7
-MIN_PROSE_WORDS = 4
 
 
 @dataclass(frozen=True)
@@ -43,14 +41,6 @@ class Sentence:
     def is_statement(self) -> bool:
         """A claim a fact can rest on: not a heading, not a question."""
         return not self.heading and not self.text.endswith("?")
-
-    @property
-    def is_prose(self) -> bool:
-        """Words, mostly letters, as prose is: not a table row, a line of code or of symbols."""
-        visible = [char for char in self.text if not char.isspace()]
-        letters = sum(char.isalpha() for char in visible)
-        words = len(self.text.split())
-        return words >= MIN_PROSE_WORDS and letters >= MIN_LETTER_SHARE * len(visible)
 
     @property
     def is_complete(self) -> bool:

@@ -56,12 +56,3 @@ def test_a_line_cut_before_its_sentence_ends_is_not_a_complete_sentence() -> Non
     cut = segment("Like most Linux distributions, Debian GNU/Linux provides:\n\nthe kernel and a\n")
 
     assert [s.is_complete for s in cut] == [False, False]
-
-
-def test_table_rows_and_code_lines_are_not_prose() -> None:
-    text = (
-        "|match | ~U | |upgradable | | |------+----|.\n\nclass Base:\n   ...\n\nThe tool upgrades packages.\n"
-    )
-    table, code, prose = segment(text)
-
-    assert (table.is_prose, code.is_prose, prose.is_prose) == (False, False, True)
