@@ -248,14 +248,26 @@ def main() -> None:
         default=0,
         help="index only the judged documents plus others up to N (0 = all)",
     )
+    parser.add_argument(
+        "--questions-from",
+        type=Path,
+        default=None,
+        help="ask another BEIR folder's questions instead, which this corpus does not answer: "
+        "'none' counts the answers that rightly say nothing was found, 'first' must be 0",
+    )
     parser.add_argument("--models-dir", type=Path, default=None)
     parser.add_argument("--show", action="store_true", help="print each answer and its path:line citations")
     args = parser.parse_args()
     dataset = subset(load_dataset(args.dataset), args.documents)
+    label = f"{args.dataset.name} {args.llm}"
+    if args.questions_from:
+        foreign = load_dataset(args.questions_from)
+        dataset = Dataset(dataset.corpus, foreign.queries, {q: {} for q in foreign.queries}, dataset.digest)
+        label += f", questions of {args.questions_from.name}"
     query_ids = sorted(dataset.queries)[: args.limit or None]
-    print(f"{args.dataset.name}: {len(dataset.corpus)} documents, {len(query_ids)} questions, llm={args.llm}")
+    print(f"{label}: {len(dataset.corpus)} documents, {len(query_ids)} questions")
     scores = run(dataset, query_ids, args.llm, args.cache_dir, args.models_dir, args.show)
-    print_table(f"{args.dataset.name} {args.llm}", scores)
+    print_table(label, scores)
 
 
 if __name__ == "__main__":
