@@ -1,5 +1,16 @@
-"""Build the embedder: the packaged all-MiniLM-L6-v2, exported to ONNX, quantised to int8 per row and
-checked against fp32.
+"""Build the embedder: the packaged all-MiniLM-L6-v2, exported to ONNX, quantised to int8 per row,
+checked against fp32, and its run plan measured on this CPU.
+
+* Export with eager attention: its additive [batch, 1, 1, tokens] mask costs one broadcast Add per
+  layer, where the SDPA export masked every [batch, heads, tokens, tokens] score tensor with a Where
+  and cleaned the softmax with IsNaN and another Where (29 % of an int8 run; docs/decisions/
+  embedder-speed.md).
+* Quantise per row (``provisioning.row_int8``), smoothed on the fit texts; install it only if its
+  vectors keep cosine >= :data:`MIN_EMBEDDER_COSINE` to fp32 on short sentences *and* on long
+  passages filling the 256-token window (the check set; disjoint from the fit set).
+* Measure, on this CPU, the run plan (:class:`shared.embedding.RunPlan`): tokens per session run,
+  per CPU-second on one core, then side by side on every core against one run on all cores, and
+  record it in ``prepare.json`` with the CPU and its int8 extensions, which decide what is fastest.
 
 Imported only by ``hindsight models prepare`` (and the Dockerfile): it needs torch and transformers,
 which the runtime path never loads.
@@ -10,59 +21,147 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from provisioning.calibration import CALIBRATION_TEXTS, FIT_TEXTS, encoder_feeds
+from provisioning.calibration import CALIBRATION_TEXTS, FIT_TEXTS, LONG_CHECK_PASSAGES, encoder_feeds
 from provisioning.onnx_export import export_encoder_onnx, packaged_minilm_dir
 from provisioning.row_int8 import quantize_int8_per_row
-from shared.embedding import EMBEDDER_MAX_TOKENS, MODEL_FILE, TOKENIZER_FILE, OnnxEmbedder, mean_pool
-from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer
+from shared.cpu import available_cores
+from shared.embedding import (
+    EMBEDDER_MAX_TOKENS,
+    MODEL_FILE,
+    PREPARE_FILE,
+    TOKENIZER_FILE,
+    OnnxEmbedder,
+    RunPlan,
+    mean_pool,
+)
+from shared.onnx_runtime import cpu_int8_extensions, cpu_label, create_session, encoder_inputs, load_tokenizer
 
 FP32_FILE = "model_fp32.onnx"
 MIN_EMBEDDER_COSINE = 0.99
+# Tokens per session run that provisioning tries (texts x padded width).
+RUN_TOKEN_CHOICES = (256, 512, 1024, 2048)
+# Long passages that fill the whole window: two check passages joined (truncated at 256 tokens).
+WINDOW_PASSAGES = [
+    f"{a}\n\n{b}"
+    for a, b in zip(LONG_CHECK_PASSAGES, LONG_CHECK_PASSAGES[1:] + LONG_CHECK_PASSAGES[:1], strict=True)
+]
+CHECK_SETS = {"short": CALIBRATION_TEXTS, "long": LONG_CHECK_PASSAGES + WINDOW_PASSAGES}
 
 
-def _fp32_embeddings(model_path: Path, tokenizer_path: Path, texts: list[str]) -> np.ndarray:
-    session = create_session(model_path)
-    tokenizer = load_tokenizer(tokenizer_path, 256)
-    encodings = tokenizer.encode_batch(texts)
-    ids = np.array([e.ids for e in encodings], dtype=np.int64)
-    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-    types = np.array([e.type_ids for e in encodings], dtype=np.int64)
-    (hidden, *_) = session.run(None, encoder_inputs(session, ids, mask, types))
-    return mean_pool(hidden, mask)
+def fp32_embeddings(model_path: Path, tokenizer_path: Path, texts: list[str]) -> np.ndarray:
+    """The fp32 graph's vectors, one text per run (no padding): the reference int8 is checked on."""
+    session = create_session(model_path, 1)
+    tokenizer = load_tokenizer(tokenizer_path, EMBEDDER_MAX_TOKENS)
+    tokenizer.no_padding()
+    vectors = []
+    for encoding in tokenizer.encode_batch(texts):
+        ids = np.array([encoding.ids], dtype=np.int64)
+        mask = np.array([encoding.attention_mask], dtype=np.int64)
+        types = np.array([encoding.type_ids], dtype=np.int64)
+        (hidden, *_) = session.run(None, encoder_inputs(session, ids, mask, types))
+        vectors.append(mean_pool(hidden, mask)[0])
+    return np.stack(vectors)
 
 
-def prepare_embedder(target_dir: Path, force: bool = False) -> dict[str, float]:
-    """Export the packaged MiniLM to ONNX, quantise it per row (``provisioning.row_int8``) and check it
-    against fp32.
+def agreement(fp32: Path, model_dir: Path) -> dict[str, float]:
+    """Min and mean cosine of the int8 model's vectors to fp32's, per check set and overall."""
+    embedder = OnnxEmbedder(model_dir, threads=1)
+    figures: dict[str, float] = {}
+    every: list[np.ndarray] = []
+    for name, texts in CHECK_SETS.items():
+        cosines = (
+            fp32_embeddings(fp32, model_dir / TOKENIZER_FILE, texts) * embedder.embed_documents(texts)
+        ).sum(axis=1)
+        figures[f"min_cosine_{name}"] = float(cosines.min())
+        every.append(cosines)
+    cosines = np.concatenate(every)
+    figures["min_cosine"], figures["mean_cosine"] = float(cosines.min()), float(cosines.mean())
+    return figures
+
+
+def _best_rate(
+    embed: Callable[[list[str]], object], texts: list[str], rounds: int, clock: Callable[[], float]
+) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        started = clock()
+        embed(texts)
+        best = min(best, clock() - started)
+    return len(texts) / best
+
+
+def measure_run_plan(model_dir: Path, rounds: int = 3) -> tuple[RunPlan, dict[str, float]]:
+    """The fastest plan on this CPU for a mix of long passages and short sentences, and the rates.
+
+    Tokens per run are compared per CPU-second on one core (thread time: other work on the machine
+    does not move it); then, with several cores, side-by-side runs against one run on all cores by
+    wall time, interleaved, best of ``rounds``."""
+    texts = (CHECK_SETS["long"] + CALIBRATION_TEXTS) * 4
+    rates: dict[str, float] = {}
+    for tokens in RUN_TOKEN_CHOICES:
+        embedder = OnnxEmbedder(model_dir, threads=1, plan=RunPlan(run_tokens=tokens))
+        rates[f"runs of {tokens} tokens, 1 core (texts/cpu-s)"] = _best_rate(
+            embedder.embed_documents, texts, rounds, time.thread_time
+        )
+    best_tokens = max(RUN_TOKEN_CHOICES, key=lambda t: rates[f"runs of {t} tokens, 1 core (texts/cpu-s)"])
+    plan = RunPlan(run_tokens=best_tokens)
+    if available_cores() > 1:
+        side = OnnxEmbedder(model_dir, plan=RunPlan(run_tokens=best_tokens, side_by_side=True))
+        whole = OnnxEmbedder(model_dir, plan=RunPlan(run_tokens=best_tokens, side_by_side=False))
+        best = {"side by side": 0.0, "one run on all cores": 0.0}
+        for _ in range(rounds):
+            best["side by side"] = max(
+                best["side by side"], _best_rate(side.embed_documents, texts, 1, time.perf_counter)
+            )
+            best["one run on all cores"] = max(
+                best["one run on all cores"], _best_rate(whole.embed_documents, texts, 1, time.perf_counter)
+            )
+        rates.update({f"{how}, {available_cores()} cores (texts/s)": rate for how, rate in best.items()})
+        plan = RunPlan(
+            run_tokens=best_tokens, side_by_side=best["side by side"] >= best["one run on all cores"]
+        )
+    return plan, {name: round(rate, 1) for name, rate in rates.items()}
+
+
+def prepare_embedder(target_dir: Path, force: bool = False) -> dict[str, object]:
+    """Export the packaged MiniLM to ONNX (eager attention), quantise it per row
+    (``provisioning.row_int8``), check it against fp32 and measure its run plan on this CPU.
 
     Per-row int8 makes a text's vector a function of that text alone, whatever shares its batch
-    (docs/decisions/int8-models.md). Returns the agreement figures; raises if the int8 model drifts
-    below the cosine bound, so a lossy model is never installed.
+    (docs/decisions/int8-models.md). Returns the record written to ``prepare.json``; raises if the int8
+    model drifts below the cosine bound on short or long texts, so a lossy model is never installed.
     """
     if (target_dir / MODEL_FILE).exists() and not force:
-        return json.loads((target_dir / "prepare.json").read_text())
+        return json.loads((target_dir / PREPARE_FILE).read_text())
     from transformers import AutoModel
 
     source = packaged_minilm_dir()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         fp32 = work / FP32_FILE
-        export_encoder_onnx(AutoModel.from_pretrained(str(source)), fp32)
+        export_encoder_onnx(AutoModel.from_pretrained(str(source), attn_implementation="eager"), fp32)
         shutil.copy(source / TOKENIZER_FILE, work / TOKENIZER_FILE)
         feeds = encoder_feeds(work / TOKENIZER_FILE, FIT_TEXTS, EMBEDDER_MAX_TOKENS)
         quantize_int8_per_row(fp32, work / MODEL_FILE, feeds)
-        reference = _fp32_embeddings(fp32, work / TOKENIZER_FILE, CALIBRATION_TEXTS)
-        quantised = OnnxEmbedder(work).embed_documents(CALIBRATION_TEXTS)
-        cosines = (reference * quantised).sum(axis=1)
-        figures = {"min_cosine": float(cosines.min()), "mean_cosine": float(cosines.mean())}
+        figures = agreement(fp32, work)
         if figures["min_cosine"] < MIN_EMBEDDER_COSINE:
             raise RuntimeError(f"int8 embedder drifted from fp32: {figures}")
+        plan, rates = measure_run_plan(work)
+        record: dict[str, object] = {
+            **figures,
+            "run_plan": plan.model_dump(),
+            "rates": rates,
+            "cpu": cpu_label(),
+            "int8_extensions": cpu_int8_extensions(),
+        }
         target_dir.mkdir(parents=True, exist_ok=True)
         for name in (MODEL_FILE, TOKENIZER_FILE):
             shutil.copy(work / name, target_dir / name)
-        (target_dir / "prepare.json").write_text(json.dumps(figures, indent=2))
-    return figures
+        (target_dir / PREPARE_FILE).write_text(json.dumps(record, indent=2))
+    return record
