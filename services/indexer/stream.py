@@ -7,7 +7,9 @@ Three stages run at once, joined by bounded queues:
 2. the calling thread hands the embedder calls of about ``index_embed_tokens`` tokens (estimated),
    filled across files and across batches, so every call but the job's last is full;
 3. a *writing* thread writes each batch, in order, once all its chunks have vectors: one store write
-   per batch (plus a delete per file that could not be read), and with it the store's occasional
+   per batch (plus a delete per file that could not be read and that the store's manifest holds: a
+   document with chunks always has its manifest row, but for the orphans of a crashed write, which
+   the store's repair deletes when it opens), and with it the store's occasional
    compaction, while the embedder goes on with the next batch.
 
 A batch's outcome is its per-file results, or the backend error (embedder or store) that stopped it:
@@ -204,9 +206,14 @@ def _write(batch: _Batch, store: VectorStore) -> BatchOutcome:
     if batch.error is not None:
         return batch.error
     try:
-        for file in batch.files:
-            if file.document is None and file.result.status != "indexed":
-                store.delete_document(file.task.document_id)
+        unindexed = [file.task for file in batch.files if file.document is None]
+        if unindexed:
+            # Only what the store holds is deleted: most unreadable files were never indexed, and a
+            # delete is a store write (a version, and a compaction every few dozen).
+            held = {entry.document_id for entry in store.manifest(unindexed[0].root).values()}
+            for task in unindexed:
+                if task.document_id in held:
+                    store.delete_document(task.document_id)
         indexed = [file for file in batch.files if file.document is not None]
         if indexed:
             store.replace_documents(
