@@ -190,12 +190,22 @@ class CeleryRun:
     progress: tuple[int, int]  # done, total
     batches_per_worker: list[int]
     stored_chunks: int
+    cpu_s: float  # of all the workers, from the scan's send to its report
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def celery_run(root: Path, work: Path, workers: int) -> CeleryRun:
     """One scan of ``root`` through Celery: a private ``redis-server`` on a free loopback port and
     ``workers`` ``celery worker -Q index`` processes (solo pool, the cores split between them) sharing
-    it and one store; timed from the scan's send to its report, once every worker is ready."""
+    it and one store; timed from the scan's send to its report, once every worker is ready. The
+    workers stay in this process's session: Linux's autogroup scheduler gives each session an equal
+    share of a busy machine, so workers in sessions of their own would get more of it the more they
+    are, and the comparison would measure the other load."""
     import subprocess
     import sys
     import uuid
@@ -231,7 +241,6 @@ def celery_run(root: Path, work: Path, workers: int) -> CeleryRun:
                 env=env,
                 stdout=log.open("ab"),
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
             for n, log in enumerate(logs)
         ]
@@ -240,6 +249,7 @@ def celery_run(root: Path, work: Path, workers: int) -> CeleryRun:
             client = Celery("bench", broker=url, backend=url)
             client.conf.update(task_serializer="json", accept_content=["json"], task_routes=task_routes())
             job_id = uuid.uuid4().hex
+            cpu_before = sum(process_cpu_s(process.pid) for process in processes)
             started = time.perf_counter()
             client.send_task("index.scan", args=[IndexRequest(job_id=job_id, root=str(root)).to_payload()])
             db = redis.Redis.from_url(url, decode_responses=True)
@@ -249,13 +259,14 @@ def celery_run(root: Path, work: Path, workers: int) -> CeleryRun:
 
             raw = str(wait_for(report_text, 3600, "the job's report", 0.2))
             elapsed = time.perf_counter() - started
+            cpu_s = sum(process_cpu_s(process.pid) for process in processes) - cpu_before
             entries: list[tuple[str, dict[str, str]]] = db.xrange(events_key(job_id))  # type: ignore[assignment]
             events = [Event.model_validate_json(fields[EVENT_FIELD]) for _, fields in entries]
             documents = [e for e in events if e.stage == "document"]
             progress = read_progress(job_id, db)
         finally:
             for process in processes:
-                os.killpg(process.pid, 15)
+                process.terminate()
                 process.wait(30)
     report = ScanReport.model_validate_json(raw)
     store = LanceDBStore(work / "data" / "store", 384)
@@ -268,6 +279,7 @@ def celery_run(root: Path, work: Path, workers: int) -> CeleryRun:
         progress=(progress.done, progress.total) if progress else (0, 0),
         batches_per_worker=[log.read_text().count("index.batch[") // 2 for log in logs],
         stored_chunks=store.count_chunks(),
+        cpu_s=cpu_s,
     )
 
 
@@ -276,7 +288,8 @@ def print_celery(run: CeleryRun, single: CeleryRun | None) -> None:
     speedup = f" = {single.elapsed_s / run.elapsed_s:.2f}x one worker" if single and single is not run else ""
     print(
         f"  {run.workers} worker(s): {report.chunks} chunks of {report.new} files in {run.elapsed_s:.1f} s "
-        f"({report.chunks / run.elapsed_s:.1f} chunks/s){speedup}; "
+        f"({report.chunks / run.elapsed_s:.1f} chunks/s){speedup}, {report.chunks / run.cpu_s:.1f} chunks "
+        f"per CPU-s of the workers; "
         f"batches per worker {run.batches_per_worker}; "
         f"{run.document_events} file events for {run.distinct_files} distinct files, progress "
         f"{run.progress[0]}/{run.progress[1]}, {run.stored_chunks} chunks stored"
