@@ -42,7 +42,7 @@ class CountingEmbedder:
         return self.inner.token_spans(text)
 
 
-def sync(root: Path, store: LanceDBStore, embedder: object, settings: Settings) -> ScanReport:
+def sync(root: Path, store: object, embedder: object, settings: Settings) -> ScanReport:
     return sync_root(IndexRequest(job_id="test", root=str(root)), store, embedder, settings)  # type: ignore[arg-type]
 
 
@@ -259,6 +259,27 @@ def test_a_batch_the_backend_rejects_is_indexed_file_by_file_and_only_the_culpri
     assert report.failures[0].reason == "ConnectionError: embedder refused a batch holding POISON"
     assert sorted(Path(uri).name for uri in store.manifest(str(docs))) == ["a.md", "c.md"]
     assert store.count_chunks() == report.chunks == poisoned.embedded
+
+
+def test_a_store_write_that_fails_in_the_writing_thread_sends_the_batch_file_by_file(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    class RejectingStore(CountingStore):
+        def replace_documents(
+            self, documents: list[Document], chunks: list[Chunk], vectors: np.ndarray
+        ) -> None:
+            if any(chunk.title == "Poison" for chunk in chunks):
+                raise OSError("disk refused the write")
+            super().replace_documents(documents, chunks, vectors)
+
+    for name in ("a", "b", "c", "d"):
+        (docs / f"{name}.md").write_text(long_note("poison" if name == "c" else f"bread {name}", 3))
+    two_per_batch = settings.model_copy(update={"index_batch_files": 2})
+    report = sync(docs, RejectingStore(store), embedder, two_per_batch)
+    assert report.failed == 1 and Path(report.failures[0].path).name == "c.md"
+    assert report.failures[0].reason == "OSError: disk refused the write"
+    assert sorted(Path(uri).name for uri in store.manifest(str(docs))) == ["a.md", "b.md", "d.md"]
+    assert store.count_chunks() == report.chunks
 
 
 def test_reindexing_and_rerunning_a_batch_keep_chunk_counts_exact(
