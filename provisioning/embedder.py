@@ -9,6 +9,8 @@ checked against fp32, and its run plan measured on this CPU.
   :data:`SMOOTHING_ALPHAS`; install the one closest to fp32, and only if its vectors keep cosine >=
   :data:`MIN_EMBEDDER_COSINE` on short sentences *and* on long passages filling the 256-token window
   (the check set; disjoint from the fit set).
+* Write a copy without the attention mask's Adds, for runs without padding (a text alone, or texts
+  of one length), if it gives the check texts the same vectors bit for bit.
 * Measure, on this CPU, the run plan (:class:`shared.embedding.RunPlan`): tokens per session run,
   per CPU-second on one core, then side by side on every core against one run on all cores, and
   record it in ``prepare.json`` with the CPU and its int8 extensions, which decide what is fastest.
@@ -37,6 +39,7 @@ from shared.embedding import (
     MODEL_FILE,
     PREPARE_FILE,
     TOKENIZER_FILE,
+    UNMASKED_MODEL_FILE,
     OnnxEmbedder,
     RunPlan,
     mean_pool,
@@ -133,6 +136,44 @@ def measure_run_plan(model_dir: Path, rounds: int = 3) -> tuple[RunPlan, dict[st
     return plan, {name: round(rate, 1) for name, rate in rates.items()}
 
 
+def drop_attention_mask(source: Path, target: Path) -> int:
+    """Write ``target``: ``source`` without the Adds that apply the attention mask to the scores (an
+    Add with one input computed from ``attention_mask`` and one not), and without what only fed them;
+    returns how many Adds went. For runs without padding the mask adds zeros: the scores, and so the
+    vectors, stay the same bit for bit (:func:`unmasked_agrees` checks that before it is installed)."""
+    import onnx
+
+    model = onnx.load(str(source))
+    tainted = {"attention_mask"}  # computed from the mask; an Add that applies it ends the taint
+    applied: dict[str, str] = {}
+    for node in model.graph.node:  # topological order: a node's inputs are known before it
+        hits = [x in tainted for x in node.input]
+        if node.op_type == "Add" and sum(hits) == 1:
+            applied[node.output[0]] = node.input[hits.index(False)]
+        elif any(hits):
+            tainted.update(node.output)
+    for node in model.graph.node:
+        node.input[:] = [applied.get(x, x) for x in node.input]
+    needed = {output.name for output in model.graph.output}
+    live = []
+    for node in reversed(model.graph.node):
+        if node.output[0] not in applied and needed & set(node.output):
+            live.append(node)
+            needed.update(node.input)
+    del model.graph.node[:]
+    model.graph.node.extend(reversed(live))
+    onnx.save_model(model, str(target))
+    return len(applied)
+
+
+def unmasked_agrees(model_dir: Path) -> bool:
+    """Whether the unmasked model gives every check text, run alone, the masked model's vector."""
+    texts = [*CALIBRATION_TEXTS, *CHECK_SETS["long"]]
+    masked = OnnxEmbedder(model_dir, threads=1, plan=RunPlan(), unmasked=False)
+    unmasked = OnnxEmbedder(model_dir, threads=1, plan=RunPlan())
+    return all(np.array_equal(masked.embed_query(text), unmasked.embed_query(text)) for text in texts)
+
+
 def prepare_embedder(target_dir: Path, force: bool = False) -> dict[str, object]:
     """Export the packaged MiniLM to ONNX (eager attention), quantise it per row
     (``provisioning.row_int8``), check it against fp32 and measure its run plan on this CPU.
@@ -164,18 +205,24 @@ def prepare_embedder(target_dir: Path, force: bool = False) -> dict[str, object]
         if figures["min_cosine"] < MIN_EMBEDDER_COSINE:
             raise RuntimeError(f"int8 embedder drifted from fp32: {by_alpha}")
         chosen = work / f"alpha-{alpha}"
+        dropped = drop_attention_mask(chosen / MODEL_FILE, chosen / UNMASKED_MODEL_FILE)
+        if not (dropped and unmasked_agrees(chosen)):
+            (chosen / UNMASKED_MODEL_FILE).unlink()
         plan, rates = measure_run_plan(chosen)
         record: dict[str, object] = {
             **figures,
             "smoothing_alpha": alpha,
             "min_cosine_by_alpha": {str(a): f["min_cosine"] for a, f in by_alpha.items()},
             "run_plan": plan.model_dump(),
+            "unmasked_runs": (chosen / UNMASKED_MODEL_FILE).exists(),
             "rates": rates,
             "cpu": cpu_label(),
             "int8_extensions": cpu_int8_extensions(),
         }
         target_dir.mkdir(parents=True, exist_ok=True)
-        for name in (MODEL_FILE, TOKENIZER_FILE):
-            shutil.copy(chosen / name, target_dir / name)
+        (target_dir / UNMASKED_MODEL_FILE).unlink(missing_ok=True)
+        for name in (MODEL_FILE, UNMASKED_MODEL_FILE, TOKENIZER_FILE):
+            if (chosen / name).exists():
+                shutil.copy(chosen / name, target_dir / name)
         (target_dir / PREPARE_FILE).write_text(json.dumps(record, indent=2))
     return record

@@ -6,9 +6,11 @@ The ONNX file is produced once by ``hindsight models prepare`` from the weights 
 A call tokenises its texts once, unpadded, sorts them by length and cuts the sorted list into runs of
 at most ``run_tokens`` tokens once padded (and at most ``batch_size`` texts), so a run of short
 sentences holds many and a run of long passages few, and padding stays within a run of texts of
-nearly the same length. The runs go side by side to single-threaded session calls, one per core
-(like the reranker's), or one after the other to a session using every core: provisioning measures
-both on the CPU at hand and records the faster (:class:`RunPlan`). Per-row int8 has no scale shared
+nearly the same length; a run without padding (a text alone, or texts of one length) goes to a copy
+of the model without the attention mask, which only adds zeros there. The runs go side by side to
+single-threaded session calls, one per core (like the reranker's), or one after the other to a
+session using every core: provisioning measures both on the CPU at hand and records the faster
+(:class:`RunPlan`). Per-row int8 has no scale shared
 across the rows of a run, so a text's vector is the same whichever texts share its run.
 """
 
@@ -29,6 +31,9 @@ from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer
 
 EMBEDDER_MAX_TOKENS = 256
 MODEL_FILE = "model_int8.onnx"
+# The same model without the attention mask's Adds, for runs without padding (provisioning writes it
+# only if it gives the same vectors bit for bit).
+UNMASKED_MODEL_FILE = "model_int8_unmasked.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 PREPARE_FILE = "prepare.json"
 
@@ -81,10 +86,16 @@ class OnnxEmbedder:
     dimension = 384
 
     def __init__(
-        self, model_dir: Path, threads: int = 0, batch_size: int = 32, plan: RunPlan | None = None
+        self,
+        model_dir: Path,
+        threads: int = 0,
+        batch_size: int = 32,
+        plan: RunPlan | None = None,
+        unmasked: bool = True,
     ) -> None:
         """``threads`` cores (0 = all available); ``batch_size`` texts at most per run; ``plan``
-        defaults to what provisioning recorded for this model."""
+        defaults to what provisioning recorded for this model; ``unmasked``: runs without padding go
+        to the unmasked model where provisioning wrote one."""
         model_path = model_dir / MODEL_FILE
         if not model_path.exists():
             raise ModelMissingError(
@@ -94,6 +105,12 @@ class OnnxEmbedder:
         cores = threads or available_cores()
         self._parallel_runs = cores if self.plan.side_by_side else 1
         self._session = create_session(model_path, 1 if self.plan.side_by_side else cores)
+        unmasked_path = model_dir / UNMASKED_MODEL_FILE
+        self._unmasked = (
+            create_session(unmasked_path, 1 if self.plan.side_by_side else cores)
+            if unmasked and unmasked_path.exists()
+            else None
+        )
         self._runners = (
             ThreadPoolExecutor(self._parallel_runs, thread_name_prefix="embed-run")
             if self._parallel_runs > 1
@@ -147,13 +164,16 @@ class OnnxEmbedder:
         return (futures[r].result() for r in range(len(runs)))
 
     def run(self, encodings: list[Encoding]) -> np.ndarray:
-        """One session call over texts padded to the longest of them; their unit vectors."""
+        """One session call over texts padded to the longest of them (the unmasked model's when none
+        needs padding); their unit vectors."""
         width = max(len(e.ids) for e in encodings)
+        padded = any(len(e.ids) < width for e in encodings)
+        session = self._unmasked if self._unmasked is not None and not padded else self._session
         ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
         mask = np.zeros_like(ids)
         types = np.zeros_like(ids)
         for row, encoding in enumerate(encodings):
             n = len(encoding.ids)
             ids[row, :n], mask[row, :n], types[row, :n] = encoding.ids, 1, encoding.type_ids
-        (hidden, *_) = self._session.run(None, encoder_inputs(self._session, ids, mask, types))
+        (hidden, *_) = session.run(None, encoder_inputs(session, ids, mask, types))
         return mean_pool(hidden, mask)
