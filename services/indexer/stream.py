@@ -19,6 +19,7 @@ written. Files that cannot be read are results, not errors (``load_file``).
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -118,11 +119,15 @@ def index_batches(
         except _Stopped:
             return
         except BaseException as exc:  # a bug, not bad input: the embedding stage re-raises it
-            _put(prepared, exc, stop)
+            with contextlib.suppress(_Stopped):
+                _put(prepared, exc, stop)
 
     def write_all() -> None:
         for batch in iter(writes.get, None):
-            outcomes[batch.number] = _write(batch, store)
+            try:
+                outcomes[batch.number] = _write(batch, store)
+            except Exception as exc:  # a bug: the batch fails, and the thread goes on taking batches
+                outcomes[batch.number] = exc
 
     preparer = threading.Thread(target=prepare_all, name="index-prepare", daemon=True)
     writer = threading.Thread(target=write_all, name="index-write", daemon=True)
