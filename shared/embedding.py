@@ -45,7 +45,7 @@ class ModelMissingError(FileNotFoundError):
 class RunPlan(BaseModel):
     """How the embedder cuts a call into session runs; provisioning measures and records the fastest."""
 
-    run_tokens: int = Field(default=2048, ge=EMBEDDER_MAX_TOKENS)  # texts x padded width, per run
+    run_tokens: int = Field(default=512, ge=EMBEDDER_MAX_TOKENS)  # texts x padded width, per run
     side_by_side: bool = True  # single-threaded runs on every core at once, else one run on all cores
 
 
