@@ -51,6 +51,7 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(default=200, ge=1)
     # Tokens a chunk repeats from the end of the one before; less than a chunk.
     chunk_overlap: int = Field(default=40, ge=0)
+    # Texts per embedder session run at most (runs are capped by tokens too: shared.embedding.RunPlan).
     embed_batch_size: int = Field(default=32, ge=1)
     max_file_bytes: int = 20 * 1024 * 1024
     # Per document: the text a file may extract to (a small PDF can expand to tens of millions of
