@@ -46,3 +46,27 @@ def encoder_inputs(
     """Feed only the inputs the exported graph declares (some exports drop ``token_type_ids``)."""
     available = {"input_ids": ids, "attention_mask": mask, "token_type_ids": type_ids}
     return {inp.name: available[inp.name] for inp in session.get_inputs()}
+
+
+# The x86 extensions ONNX Runtime's int8 GEMMs (MLAS) pick their kernels by, slowest to fastest.
+INT8_EXTENSIONS = ("avx2", "avx512bw", "avx_vnni", "avx512_vnni", "amx_int8")
+
+
+def _cpuinfo_field(name: str) -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return ""
+    return next((line.split(":", 1)[1].strip() for line in lines if line.split(":")[0].strip() == name), "")
+
+
+def cpu_int8_extensions() -> list[str]:
+    """Which of :data:`INT8_EXTENSIONS` this CPU has (Linux; empty where /proc/cpuinfo is not)."""
+    flags = set(_cpuinfo_field("flags").split())
+    return [flag for flag in INT8_EXTENSIONS if flag in flags]
+
+
+def cpu_label() -> str:
+    """The CPU's model name and int8 extensions, as benchmarks and provisioning records print it."""
+    extensions = ", ".join(cpu_int8_extensions()) or "none known"
+    return f"{_cpuinfo_field('model name') or 'unknown CPU'} ({available_cores()} cores; int8: {extensions})"

@@ -51,6 +51,7 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(default=200, ge=1)
     # Tokens a chunk repeats from the end of the one before; less than a chunk.
     chunk_overlap: int = Field(default=40, ge=0)
+    # Texts per embedder session run at most (runs are capped by tokens too: shared.embedding.RunPlan).
     embed_batch_size: int = Field(default=32, ge=1)
     max_file_bytes: int = 20 * 1024 * 1024
     # Per document: the text a file may extract to (a small PDF can expand to tens of millions of
@@ -60,9 +61,13 @@ class Settings(BaseSettings):
     # Folders more than this many levels below a root are not walked (and their documents kept).
     max_folder_depth: int = Field(default=64, ge=1)
     # One index task loads this many files (at most ``index_batch_bytes`` of them on disk, but always
-    # at least one file), embeds their chunks in one call and writes them to the store in one write.
+    # at least one file) and writes them to the store in one write.
     index_batch_files: int = Field(default=32, ge=1)
     index_batch_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
+    # Tokens (estimated) of the chunks the indexer hands the embedder per call, filled across files and
+    # batches; and how many files a thread loads and chunks ahead of the embedder.
+    index_embed_tokens: int = Field(default=8192, ge=1)
+    index_prepare_ahead: int = Field(default=64, ge=1)
     index_max_retries: int = 3
     index_retry_backoff_s: float = 2.0
     watch_debounce_ms: int = 1_000

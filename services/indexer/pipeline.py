@@ -2,9 +2,11 @@
 
 A scan diffs the files on disk against the store's manifest (SHA-256 of the bytes), deletes what
 disappeared, and returns the new or changed files in batches (``index_batch_files`` files, at most
-``index_batch_bytes`` of them on disk). A batch loads and chunks each file, embeds all chunks in one
-embedder call and writes all its documents in one store write: per-file calls were a few chunks
-each and left the embedder mostly idle. Indexing a file replaces exactly that document's chunks. A
+``index_batch_bytes`` of them on disk). A batch loads and chunks each file (a thread ahead of the
+embedder), embeds the chunks in calls of about ``index_embed_tokens`` tokens filled across files (and,
+in a whole scan, across batches), and writes all its documents in one store write while the embedder
+goes on (``services.indexer.stream``): per-file calls were a few chunks each and left the embedder
+mostly idle. Indexing a file replaces exactly that document's chunks. A
 file that cannot be read is reported for itself alone and loses its old chunks too, so the store
 never keeps text the file no longer has; the file is tried again on the next scan and reported again
 until it is fixed. Errors of the backends (store, embedder) are *not* caught by
@@ -23,6 +25,7 @@ from services.indexer.chunking import chunk_text
 from services.indexer.discovery import discover
 from services.indexer.loaders import LoadedDocument, LoadError, SkippedFileError, load_document, refused
 from services.indexer.manifest_diff import diff_against_manifest, document_id_for, file_sha256
+from services.indexer.stream import BatchOutcome, PreparedFile, index_batches
 from shared.contracts import (
     Chunk,
     Document,
@@ -229,49 +232,57 @@ def load_file(task: IndexFileTask, settings: Settings) -> LoadedDocument | Index
         return IndexFileResult(path=task.path, status="failed", reason=reason)
 
 
+def prepare_file(task: IndexFileTask, token_spans: TokenSpans, settings: Settings) -> PreparedFile:
+    """Load and chunk one file; a file that cannot be read or makes too many chunks comes back with
+    no document and the result that says why (bad input, reported for this file alone)."""
+    loaded = load_file(task, settings)
+    if isinstance(loaded, IndexFileResult):
+        return PreparedFile(task, loaded)
+    document = Document(
+        id=task.document_id,
+        source_uri=task.path,
+        kind=loaded.kind,
+        title=loaded.title,
+        content_hash=task.content_hash,
+        metadata=loaded.metadata,
+    )
+    chunks = build_chunks(document, loaded, token_spans, settings)
+    if len(chunks) > settings.max_document_chunks:
+        reason = f"{len(chunks):,} chunks, over the {settings.max_document_chunks:,} limit"
+        result = IndexFileResult(
+            path=task.path, status="skipped", reason=f"{reason} (HINDSIGHT_MAX_DOCUMENT_CHUNKS)"
+        )
+        return PreparedFile(task, result)
+    indexed = IndexFileResult(path=task.path, status="indexed", chunks=len(chunks))
+    return PreparedFile(task, indexed, document, chunks, [passage_for_embedding(c) for c in chunks])
+
+
+def index_pipelined(
+    batches: list[list[IndexFileTask]], store: VectorStore, embedder: Embedder, settings: Settings
+) -> list[BatchOutcome]:
+    """Each batch's results, or the backend error that stopped it, with loading, embedding and
+    writing overlapped (``services.indexer.stream``): one store write per batch."""
+
+    def prepare(task: IndexFileTask) -> PreparedFile:
+        return prepare_file(task, embedder.token_spans, settings)
+
+    return index_batches(batches, prepare, store, embedder, settings)
+
+
 def index_batch(
     tasks: list[IndexFileTask], store: VectorStore, embedder: Embedder, settings: Settings
 ) -> list[IndexFileResult]:
-    """Load and chunk each file, embed all chunks in one call, write all documents in one write.
+    """Load and chunk the files (a thread ahead of the embedder), embed their chunks in calls of
+    about ``index_embed_tokens`` tokens, write all documents in one store write.
 
     Returns one result per file, in order. A file that cannot be loaded is reported alone and its
     old chunks are deleted. Backend errors propagate; running the batch again is safe, since every
     write replaces or deletes by document id and so leaves the rows one run would.
     """
-    results: list[IndexFileResult] = []
-    documents: list[Document] = []
-    chunks: list[Chunk] = []
-    for task in tasks:
-        loaded = load_file(task, settings)
-        if isinstance(loaded, IndexFileResult):
-            store.delete_document(task.document_id)
-            results.append(loaded)
-            continue
-        document = Document(
-            id=task.document_id,
-            source_uri=task.path,
-            kind=loaded.kind,
-            title=loaded.title,
-            content_hash=task.content_hash,
-            metadata=loaded.metadata,
-        )
-        document_chunks = build_chunks(document, loaded, embedder.token_spans, settings)
-        if len(document_chunks) > settings.max_document_chunks:
-            store.delete_document(task.document_id)
-            reason = f"{len(document_chunks):,} chunks, over the {settings.max_document_chunks:,} limit"
-            results.append(
-                IndexFileResult(
-                    path=task.path, status="skipped", reason=f"{reason} (HINDSIGHT_MAX_DOCUMENT_CHUNKS)"
-                )
-            )
-            continue
-        documents.append(document)
-        chunks += document_chunks
-        results.append(IndexFileResult(path=task.path, status="indexed", chunks=len(document_chunks)))
-    if documents:
-        vectors = embedder.embed_documents([passage_for_embedding(chunk) for chunk in chunks])
-        store.replace_documents(documents, chunks, vectors)
-    return results
+    (outcome,) = index_pipelined([tasks], store, embedder, settings)
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
 
 
 def index_one_by_one(
@@ -307,13 +318,14 @@ def sync_root(
     started = time.perf_counter()
     report, work = begin_scan(request, store, settings)
     results: list[IndexFileResult] = []
-    for batch in plan_batches(work, settings):
-        try:
-            done = index_batch(batch.files, store, embedder, settings)
-        except Exception:
-            log.exception("indexing a batch of %d files failed; indexing them one by one", len(batch.files))
-            done = list(index_one_by_one(batch.files, store, embedder, settings))
-        results += done
+    batches = [batch.files for batch in plan_batches(work, settings)]
+    for files, outcome in zip(batches, index_pipelined(batches, store, embedder, settings), strict=True):
+        if isinstance(outcome, Exception):
+            log.error(
+                "indexing a batch of %d files failed; indexing them one by one", len(files), exc_info=outcome
+            )
+            outcome = list(index_one_by_one(files, store, embedder, settings))
+        results += outcome
     if work:
         store.refresh_indexes()
     return finish_report(report, results, time.perf_counter() - started)

@@ -13,7 +13,7 @@ import numpy as np
 
 from services.indexer.manifest_diff import document_id_for
 from services.indexer.pipeline import begin_scan, index_batch, plan_batches, sync_root
-from shared.contracts import IndexFileTask, IndexRequest, ScanReport
+from shared.contracts import Chunk, Document, IndexFileTask, IndexRequest, ScanReport
 from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
@@ -42,7 +42,7 @@ class CountingEmbedder:
         return self.inner.token_spans(text)
 
 
-def sync(root: Path, store: LanceDBStore, embedder: object, settings: Settings) -> ScanReport:
+def sync(root: Path, store: object, embedder: object, settings: Settings) -> ScanReport:
     return sync_root(IndexRequest(job_id="test", root=str(root)), store, embedder, settings)  # type: ignore[arg-type]
 
 
@@ -194,23 +194,56 @@ def test_batches_are_bounded_by_file_count_and_bytes_and_a_big_file_goes_alone(s
     assert plan_batches([], settings) == []
 
 
-def test_a_scan_embeds_once_per_batch_and_a_bad_file_fails_alone(
+class CountingStore:
+    """The real store, counting its batch writes."""
+
+    def __init__(self, inner: LanceDBStore) -> None:
+        self.inner, self.writes = inner, 0
+
+    def replace_documents(self, documents: list[Document], chunks: list[Chunk], vectors: np.ndarray) -> None:
+        self.writes += 1
+        self.inner.replace_documents(documents, chunks, vectors)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def test_a_scan_fills_embedder_calls_across_batches_writes_once_per_batch_and_a_bad_file_fails_alone(
     docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
 ) -> None:
-    counting = CountingEmbedder(embedder)
+    counting, writes = CountingEmbedder(embedder), CountingStore(store)
     for i in range(5):
         (docs / f"note-{i}.md").write_text(long_note(f"topic {i}", 4))
     (docs / "note-2b.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf")
     three_per_batch = settings.model_copy(update={"index_batch_files": 3})
-    report = sync(docs, store, counting, three_per_batch)
+    report = sync(docs, writes, counting, three_per_batch)
     assert (report.new, report.failed) == (6, 1)
     assert Path(report.failures[0].path).name == "note-2b.pdf"
     assert "corrupt PDF" in (report.failures[0].reason or "")
-    assert counting.calls == 2, "six files in batches of three: one embedder call per batch"
+    assert counting.calls == 1, "the chunks of both batches fit one call of the token budget"
+    assert writes.writes == 2, "six files in batches of three: one store write per batch"
     manifest = store.manifest(str(docs))
     assert sorted(Path(uri).name for uri in manifest) == [f"note-{i}.md" for i in range(5)]
     assert report.chunks == counting.embedded == store.count_chunks()
     assert all(entry.chunk_count == len(chunk_ordinals(store, Path(uri))) for uri, entry in manifest.items())
+
+
+def test_embedder_calls_reach_the_token_budget_before_they_run(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    sizes: list[int] = []
+
+    class Sizing(CountingEmbedder):
+        def embed_documents(self, texts: list[str]) -> np.ndarray:
+            sizes.append(sum(min(256, len(text) // 4 + 2) for text in texts))
+            return super().embed_documents(texts)
+
+    for i in range(6):
+        (docs / f"note-{i}.md").write_text(long_note(f"topic {i}", 5))
+    budget = settings.model_copy(update={"index_batch_files": 2, "index_embed_tokens": 120})
+    report = sync(docs, store, Sizing(embedder), budget)
+    assert report.new == 6 and report.chunks == store.count_chunks()
+    assert len(sizes) > 1 and all(size >= 120 for size in sizes[:-1]), sizes
 
 
 def test_a_batch_the_backend_rejects_is_indexed_file_by_file_and_only_the_culprit_fails(
@@ -226,6 +259,27 @@ def test_a_batch_the_backend_rejects_is_indexed_file_by_file_and_only_the_culpri
     assert report.failures[0].reason == "ConnectionError: embedder refused a batch holding POISON"
     assert sorted(Path(uri).name for uri in store.manifest(str(docs))) == ["a.md", "c.md"]
     assert store.count_chunks() == report.chunks == poisoned.embedded
+
+
+def test_a_store_write_that_fails_in_the_writing_thread_sends_the_batch_file_by_file(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    class RejectingStore(CountingStore):
+        def replace_documents(
+            self, documents: list[Document], chunks: list[Chunk], vectors: np.ndarray
+        ) -> None:
+            if any(chunk.title == "Poison" for chunk in chunks):
+                raise OSError("disk refused the write")
+            super().replace_documents(documents, chunks, vectors)
+
+    for name in ("a", "b", "c", "d"):
+        (docs / f"{name}.md").write_text(long_note("poison" if name == "c" else f"bread {name}", 3))
+    two_per_batch = settings.model_copy(update={"index_batch_files": 2})
+    report = sync(docs, RejectingStore(store), embedder, two_per_batch)
+    assert report.failed == 1 and Path(report.failures[0].path).name == "c.md"
+    assert report.failures[0].reason == "OSError: disk refused the write"
+    assert sorted(Path(uri).name for uri in store.manifest(str(docs))) == ["a.md", "b.md", "d.md"]
+    assert store.count_chunks() == report.chunks
 
 
 def test_reindexing_and_rerunning_a_batch_keep_chunk_counts_exact(
