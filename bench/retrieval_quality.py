@@ -321,7 +321,7 @@ def build_runs(
         else Run("+ HyDE (fusion)", f"not measurable: {no_llm_reason}", None),
         Run(
             "full pipeline",
-            f"pool {product.pool} per leg, {hyde_note}",
+            f"pool {product.pool} per leg, exact {min(product.pool, product.exact_pool)} files, {hyde_note}",
             lambda q: by_candidates(pipeline_candidates(q)),
         ),
         Run(f"+ rerank (top {product.keep})", rerank_note, reranked),

@@ -76,9 +76,11 @@ class Settings(BaseSettings):
     ollama_retries: int = 3
 
     # Retrieval: candidates per leg (the pool), of which the fused best go to the reranker (at most
-    # the pool).
-    pool_precise: int = Field(default=50, ge=1)
+    # the pool). The exact leg reads each matching file's chunks back with one store query per file,
+    # so it stops at ``pool_exact`` files whatever the pool (docs/decisions/retrieval.md).
+    pool_precise: int = Field(default=100, ge=1)
     pool_exhaustive: int = Field(default=80, ge=1)
+    pool_exact: int = Field(default=50, ge=1)
     rerank_inputs_precise: int = Field(default=35, ge=1)
     rerank_inputs_exhaustive: int = Field(default=60, ge=1)
     rrf_k: int = 60
@@ -90,9 +92,9 @@ class Settings(BaseSettings):
     hyde_weak_writers: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["SmolLM2"])
     # Fusion and the dense leg's lead bonus chosen across four sets: docs/decisions/retrieval.md.
     fusion_method: Literal["rrf", "alpha"] = "alpha"
-    fusion_alpha: float = Field(default=0.75, ge=0.0, le=1.0)
+    fusion_alpha: float = Field(default=0.8, ge=0.0, le=1.0)
     # Added to the dense score of each document's lead chunk before fusion (0: off).
-    dense_lead_bonus: float = Field(default=0.1, ge=0.0, le=1.0)
+    dense_lead_bonus: float = Field(default=0.2, ge=0.0, le=1.0)
     # The α-blend falls back to dense alone when the first dense leg's and BM25's first
     # ``fusion_guard_top`` documents share fewer than ``fusion_guard_min_shared`` (0: never).
     fusion_guard_top: int = Field(default=10, ge=1)

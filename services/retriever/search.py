@@ -41,6 +41,7 @@ class RetrievalConfig:
 
     pool: int
     keep: int
+    exact_pool: int
     rrf_k: int
     weights: Mapping[str, float]
     fusion: Literal["rrf", "alpha"]
@@ -66,6 +67,7 @@ class RetrievalConfig:
         return cls(
             pool=settings.pool_size(strategy),
             keep=settings.rerank_inputs(strategy),
+            exact_pool=settings.pool_exact,
             rrf_k=settings.rrf_k,
             weights={
                 "dense": settings.rrf_weight_dense,
@@ -189,7 +191,12 @@ class Retriever:
             report.notes.append("exact leg skipped (no hard keywords)")
         else:
             futures["exact"] = pool.submit(
-                exact_or_note, self.exact, plan.hard_keywords, config.pool, filters, report
+                exact_or_note,
+                self.exact,
+                plan.hard_keywords,
+                min(config.pool, config.exact_pool),
+                filters,
+                report,
             )
 
     def submit_hyde(

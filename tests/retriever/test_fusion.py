@@ -124,8 +124,8 @@ def test_search_falls_back_to_dense_alone_when_the_legs_disagree(corpus) -> None
     unreachable = replace(config, guard_top=2, guard_min_shared=3)  # two documents never share three
     candidates, report = retriever.search(plan, unreachable)
     assert report.fusion.startswith("dense only (α=1): dense and BM25 share fewer than 3")
-    dense_order = [hit.chunk.id for hit in retriever.dense(plan.variations[0], 10, SearchFilters())]
-    assert [c.chunk.id for c in candidates] == dense_order[:5]
+    dense_leg = favour_leads(retriever.dense(plan.variations[0], 10, SearchFilters()), config.lead_bonus)
+    assert [c.chunk.id for c in candidates] == [hit.chunk.id for hit in dense_leg][:5]
 
 
 def test_favour_leads_adds_the_bonus_to_lead_chunks_only_and_re_sorts() -> None:

@@ -117,3 +117,11 @@ def test_a_failing_exact_leg_is_reported_and_the_other_legs_still_answer(corpus,
     assert any(note.startswith("exact leg failed") for note in report.notes)
     assert report.legs["exact"] == 0 and report.legs["dense:0"] > 0
     assert candidates[0].chunk.source_uri.endswith("gil.md")
+
+
+def test_the_exact_leg_stops_at_its_own_pool_while_the_other_legs_fill_theirs(corpus, exact) -> None:
+    plan = Plan(variations=["the notes"], hard_keywords=["the"])  # a word in many files
+    config = retrieval_config(pool=10, keep=10, hyde_mode=HydeMode.OFF, exact_pool=1)
+    _, report = Retriever(corpus.store, corpus.embedder, exact).search(plan, config)
+    assert report.legs["exact"] == 1, "one file read back, its best chunk kept"
+    assert report.legs["dense:0"] > 1 and report.legs["bm25"] > 1

@@ -54,7 +54,7 @@ def test_settings_read_prefixed_variables_and_split_roots(monkeypatch: pytest.Mo
 
 def test_strategy_sets_pool_and_reranker_inputs() -> None:
     settings = Settings()
-    assert (settings.pool_size(Strategy.PRECISE), settings.rerank_inputs(Strategy.PRECISE)) == (50, 35)
+    assert (settings.pool_size(Strategy.PRECISE), settings.rerank_inputs(Strategy.PRECISE)) == (100, 35)
     assert (settings.pool_size(Strategy.EXHAUSTIVE), settings.rerank_inputs(Strategy.EXHAUSTIVE)) == (80, 60)
 
 

@@ -1,0 +1,221 @@
+"""Offline comparison of dense-scoring and fusion rules over the legs ``bench/retrieval_legs.py`` dumps.
+
+Run: ``PYTHONPATH=. python bench/retrieval_sweep.py bench/sets/debian-faq bench/sets/r-faq
+bench/sets/zsh-faq bench/sets/perlfaq [--chunking 200/40 --chunking 240/40]``
+
+Every configuration sees the same hits, so the differences are the rules' alone. The dense leg is
+recomputed from the stored vectors (exhaustive cosine, as the store searches), then cut to the
+leg's pool; the lead bonus and the α-blend are the product's rules (``favour_leads``,
+``alpha_blend`` in ``services.retriever.fusion``) on chunk numbers. Parameters are chosen by
+leave-one-set-out cross-validation: for each set, the value with the best mean over the other sets,
+scored on the held-out one ("held out" rows). nDCG@10 per set, the mean and the worst set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.retrieval_legs import dump_set
+from bench.retrieval_quality import DEFAULT_CACHE, ndcg_at
+from services.retriever.keywords import pattern_keywords
+from shared.embedding import OnnxEmbedder
+from shared.settings import Settings
+
+Leg = list[tuple[int, float]]  # (chunk number, score), best first
+Scores = dict[str, float]  # nDCG@10 per set
+
+
+@dataclass
+class LegSet:
+    """One set's dump with its dense score matrices (query × chunk)."""
+
+    name: str
+    dump: dict[str, Any]
+    doc_of_chunk: list[str]  # corpus id per chunk
+    ordinals: np.ndarray
+    scores: dict[str, np.ndarray]  # by query precision: "int8" (the product's), "fp32 query"
+    reference: list[list[str]]  # the whole-document fp32 ranking per query (corpus ids)
+
+    @property
+    def qrels(self) -> list[dict[str, int]]:
+        return [self.dump["qrels"][q] for q in self.dump["query_ids"]]
+
+
+def load(path: Path) -> LegSet:
+    dump = pickle.loads(path.read_bytes())
+    to_id = dump["file_to_id"]
+    doc_of_chunk = [to_id[name] for name in dump["files"]]
+    vectors = dump["vectors"].T
+    scores = {"int8": dump["q_int8"] @ vectors, "fp32 query": dump["q_fp32"] @ vectors}
+    names = [to_id[name] for name in dump["reference_names"]]
+    reference_scores = dump["q_fp32"] @ dump["reference_vectors"].T
+    reference = [[names[i] for i in np.argsort(-row)[:100]] for row in reference_scores]
+    return LegSet(dump["set"], dump, doc_of_chunk, dump["ordinals"], scores, reference)
+
+
+def dense_leg(row: np.ndarray, ordinals: np.ndarray, pool: int, bonus: float) -> Leg:
+    """The store's ``pool`` best chunks, each document's lead chunk + ``bonus``, re-sorted."""
+    top = np.argsort(-row, kind="stable")[:pool]
+    scored = [(int(i), float(row[i]) + (bonus if ordinals[i] == 0 else 0.0)) for i in top]
+    return sorted(scored, key=lambda item: -item[1])
+
+
+def min_max(leg: Leg) -> dict[int, float]:
+    if not leg:
+        return {}
+    values = [s for _, s in leg]
+    low, high = min(values), max(values)
+    return {i: 1.0 if high == low else (s - low) / (high - low) for i, s in leg}
+
+
+def alpha_blend(dense: Leg, lexical: Sequence[Leg], alpha: float) -> list[int]:
+    """``alpha * dense + (1 - alpha) * best lexical`` over min-max scaled legs; chunk numbers, best first."""
+    scaled = min_max(dense)
+    best_lexical: dict[int, float] = {}
+    for leg in lexical:
+        for i, s in min_max(leg).items():
+            best_lexical[i] = max(best_lexical.get(i, 0.0), s)
+    order = list(dict.fromkeys([i for i, _ in dense] + [i for leg in lexical for i, _ in leg]))
+    fused = {i: alpha * scaled.get(i, 0.0) + (1 - alpha) * best_lexical.get(i, 0.0) for i in order}
+    return sorted(order, key=lambda i: -fused[i])
+
+
+def documents(chunks: Sequence[int], doc_of_chunk: Sequence[str]) -> list[str]:
+    """A document ranks where its best chunk ranks."""
+    return list(dict.fromkeys(doc_of_chunk[i] for i in chunks))
+
+
+Rule = Callable[[LegSet, int], list[str]]  # (set, query number) -> ranked corpus ids
+
+
+def score(sets: list[LegSet], rule: Rule) -> Scores:
+    return {
+        s.name: sum(ndcg_at(rule(s, q), rel, 10) for q, rel in enumerate(s.qrels)) / len(s.qrels)
+        for s in sets
+    }
+
+
+def dense_rule(bonus: float, kind: str = "int8", depth: int = 200) -> Rule:
+    def rule(s: LegSet, q: int) -> list[str]:
+        leg = dense_leg(s.scores[kind][q], s.ordinals, depth, bonus)
+        return documents([i for i, _ in leg], s.doc_of_chunk)
+
+    return rule
+
+
+def fused_rule(
+    bonus: float,
+    alpha: float | Callable[[LegSet, int], float],
+    pool: int,
+    exact_pool: int,
+    kind: str = "int8",
+) -> Rule:
+    """The product's search: dense and BM25 at ``pool``, the exact leg at ``exact_pool`` files."""
+
+    def rule(s: LegSet, q: int) -> list[str]:
+        dense = dense_leg(s.scores[kind][q], s.ordinals, pool, bonus)
+        exact_depth = min(p for p in s.dump["exact"] if p >= min(pool, exact_pool))
+        lexical = [s.dump["bm25"][q][:pool], s.dump["exact"][exact_depth][q][:pool]]
+        weight = alpha(s, q) if callable(alpha) else alpha
+        return documents(alpha_blend(dense, lexical, weight), s.doc_of_chunk)
+
+    return rule
+
+
+def leave_one_out(grid: dict[Any, Scores]) -> tuple[Scores, dict[str, Any]]:
+    """Per held-out set: the parameter with the best mean over the other sets, and its held-out score."""
+    names = list(next(iter(grid.values())))
+    held, chosen = {}, {}
+    for out in names:
+        best = max(grid, key=lambda p: sum(v for k, v in grid[p].items() if k != out))
+        held[out], chosen[out] = grid[best][out], best
+    return held, chosen
+
+
+def print_row(name: str, per_set: Scores, note: str = "") -> None:
+    worst = min(per_set, key=lambda k: per_set[k])
+    mean = sum(per_set.values()) / len(per_set)
+    cells = " | ".join(f"{v:.3f}" for v in per_set.values())
+    print(f"| {name} | {cells} | {mean:.3f} | {per_set[worst]:.3f} ({worst}) |{' ' + note if note else ''}")
+
+
+def print_header(title: str, sets: list[LegSet]) -> None:
+    print(f"\n{title}\n\n| run | {' | '.join(s.name for s in sets)} | mean | worst |")
+    print("|---|" + "---|" * (len(sets) + 2))
+
+
+def print_held_out(name: str, grid: dict[Any, Scores]) -> None:
+    held, chosen = leave_one_out(grid)
+    print_row(name, held, "chosen per held-out set: " + ", ".join(f"{k} {v}" for k, v in chosen.items()))
+
+
+def sweep(sets: list[LegSet], label: str) -> None:
+    """The dense leg's rules, then the fusion's, for one chunking."""
+    bonuses = [0.0, 0.1, 0.15, 0.2, 0.25, 0.3]
+    print_header(f"Dense leg, chunks {label} (pool 200)", sets)
+    print_row("whole-document fp32 (reference)", score(sets, lambda s, q: s.reference[q]))
+    dense = {b: score(sets, dense_rule(b)) for b in bonuses}
+    for bonus in bonuses:
+        print_row(f"int8, lead bonus {bonus:g}", dense[bonus])
+    print_row("fp32 query, lead bonus 0.2", score(sets, dense_rule(0.2, "fp32 query")))
+    print_held_out("int8, lead bonus held out", {b: v for b, v in dense.items() if b})
+
+    print_header(f"Fusion, chunks {label}", sets)
+    print_row("α 0.75, bonus 0.1, pool 50 (former default)", score(sets, fused_rule(0.1, 0.75, 50, 50)))
+    grid = {
+        (bonus, alpha): score(sets, fused_rule(bonus, alpha, 100, 50))
+        for bonus, alpha in product([0.1, 0.15, 0.2, 0.25, 0.3], [0.7, 0.75, 0.8, 0.85, 0.9])
+    }
+    for (bonus, alpha), per_set in grid.items():
+        if alpha == 0.8 or bonus == 0.2:
+            print_row(f"α {alpha:g}, bonus {bonus:g}, pool 100, exact 50", per_set)
+    print_held_out("(bonus, α) held out, pool 100, exact 50", grid)
+    for pool, exact_pool in [(50, 50), (100, 100), (200, 50), (200, 200)]:
+        print_row(
+            f"α 0.8, bonus 0.2, pool {pool}, exact {exact_pool}",
+            score(sets, fused_rule(0.2, 0.8, pool, exact_pool)),
+        )
+    print_row("same, fp32 query", score(sets, fused_rule(0.2, 0.8, 100, 50, "fp32 query")))
+
+    def by_keywords(keyword_alpha: float) -> Callable[[LegSet, int], float]:
+        return lambda s, q: keyword_alpha if pattern_keywords(s.dump["queries"][q]) else 0.8
+
+    keyword_grid = {a: score(sets, fused_rule(0.2, by_keywords(a), 100, 50)) for a in [0.6, 0.7, 0.8, 0.9]}
+    print_held_out("α for questions with identifiers/quotes held out (others 0.8)", keyword_grid)
+
+    def by_confidence(threshold: float, low: float) -> Callable[[LegSet, int], float]:
+        return lambda s, q: 0.8 if s.scores["int8"][q].max() >= threshold else low
+
+    confidence_grid = {
+        (t, low): score(sets, fused_rule(0.2, by_confidence(t, low), 100, 50))
+        for t, low in product([0.45, 0.5, 0.55, 0.6], [0.6, 0.7, 0.9])
+    }
+    print_held_out("α when the best dense cosine is below t held out (else 0.8)", confidence_grid)
+
+
+def main() -> None:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
+    parser.add_argument("dataset_dirs", nargs="+", type=Path)
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--chunking", action="append", default=[], help="TOKENS/OVERLAP (default: settings)")
+    args = parser.parse_args()
+    settings = Settings()
+    embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
+    for chunking in args.chunking or [f"{settings.chunk_tokens}/{settings.chunk_overlap}"]:
+        tokens, overlap = (int(part) for part in chunking.split("/"))
+        chunked = settings.model_copy(update={"chunk_tokens": tokens, "chunk_overlap": overlap})
+        sets = [load(dump_set(folder, args.cache_dir, chunked, embedder)) for folder in args.dataset_dirs]
+        sweep(sets, chunking)
+
+
+if __name__ == "__main__":
+    main()
