@@ -15,12 +15,14 @@ cache, keyed by the chunking settings), then for every question it records, next
   keywords), at the pools the product and the bench use;
 - the whole-document fp32 reference's vector for every document.
 
-The dump is a pickle next to the store (``legs.pkl``); ``bench/retrieval_sweep.py`` reads it.
+The dump is a pickle next to the store, named for the set's questions and judgements (sets may
+share a corpus, hence a store); ``bench/retrieval_sweep.py`` reads it.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import pickle
 from pathlib import Path
 
@@ -48,7 +50,8 @@ def dump_set(folder: Path, cache: Path, settings: Settings, embedder: OnnxEmbedd
     """Index the set (or reuse its cached store) and dump its legs once; the dump's path."""
     dataset = load_dataset(folder)
     corpus = index_corpus(dataset, cache, embedder, settings)
-    out = corpus.folder / "legs.pkl"
+    questions = hashlib.sha256((folder / "queries.jsonl").read_bytes() + (folder / "qrels.tsv").read_bytes())
+    out = corpus.folder / f"legs-{questions.hexdigest()[:16]}.pkl"  # sets may share a corpus
     if out.exists():
         print(f"{folder.name}: {out} (cached)", flush=True)
         return out

@@ -157,26 +157,34 @@ def print_held_out(name: str, grid: dict[Any, Scores]) -> None:
     print_row(name, held, "chosen per held-out set: " + ", ".join(f"{k} {v}" for k, v in chosen.items()))
 
 
-def sweep(sets: list[LegSet], label: str) -> None:
-    """The dense leg's rules, then the fusion's, for one chunking."""
+def sweep(sets: list[LegSet], label: str, settings: Settings) -> None:
+    """The dense leg's rules, then the fusion's, for one chunking; the product's settings first."""
+    bonus, alpha = settings.dense_lead_bonus, settings.fusion_alpha
+    pool, exact_pool = settings.pool_precise, settings.pool_exact
     bonuses = [0.0, 0.1, 0.15, 0.2, 0.25, 0.3]
     print_header(f"Dense leg, chunks {label} (pool 200)", sets)
     print_row("whole-document fp32 (reference)", score(sets, lambda s, q: s.reference[q]))
+    print_row(f"the product's leg (lead bonus {bonus:g})", score(sets, dense_rule(bonus)))
     dense = {b: score(sets, dense_rule(b)) for b in bonuses}
-    for bonus in bonuses:
-        print_row(f"int8, lead bonus {bonus:g}", dense[bonus])
+    for b in bonuses:
+        print_row(f"int8, lead bonus {b:g}", dense[b])
     print_row("fp32 query, lead bonus 0.2", score(sets, dense_rule(0.2, "fp32 query")))
     print_held_out("int8, lead bonus held out", {b: v for b, v in dense.items() if b})
 
     print_header(f"Fusion, chunks {label}", sets)
+    product_rule = fused_rule(bonus, alpha, pool, exact_pool)
+    print_row(
+        f"the product's (α {alpha:g}, bonus {bonus:g}, pool {pool}, exact {exact_pool})",
+        score(sets, product_rule),
+    )
     print_row("α 0.75, bonus 0.1, pool 50 (former default)", score(sets, fused_rule(0.1, 0.75, 50, 50)))
     grid = {
-        (bonus, alpha): score(sets, fused_rule(bonus, alpha, 100, 50))
-        for bonus, alpha in product([0.1, 0.15, 0.2, 0.25, 0.3], [0.7, 0.75, 0.8, 0.85, 0.9])
+        (b, a): score(sets, fused_rule(b, a, 100, 50))
+        for b, a in product([0.1, 0.15, 0.2, 0.25, 0.3], [0.7, 0.75, 0.8, 0.85, 0.9])
     }
-    for (bonus, alpha), per_set in grid.items():
-        if alpha == 0.8 or bonus == 0.2:
-            print_row(f"α {alpha:g}, bonus {bonus:g}, pool 100, exact 50", per_set)
+    for (b, a), per_set in grid.items():
+        if a == 0.8 or b == 0.2:
+            print_row(f"α {a:g}, bonus {b:g}, pool 100, exact 50", per_set)
     print_held_out("(bonus, α) held out, pool 100, exact 50", grid)
     for pool, exact_pool in [(50, 50), (100, 100), (200, 50), (200, 200)]:
         print_row(
@@ -214,7 +222,7 @@ def main() -> None:
         tokens, overlap = (int(part) for part in chunking.split("/"))
         chunked = settings.model_copy(update={"chunk_tokens": tokens, "chunk_overlap": overlap})
         sets = [load(dump_set(folder, args.cache_dir, chunked, embedder)) for folder in args.dataset_dirs]
-        sweep(sets, chunking)
+        sweep(sets, chunking, chunked)
 
 
 if __name__ == "__main__":

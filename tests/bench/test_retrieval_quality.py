@@ -1,8 +1,11 @@
 """``bench/retrieval_quality.py`` runs unchanged on any BEIR folder: here a small generated one.
 
 Each query names a made-up word that only its gold document contains, so the keyword legs must put
-that document first: BM25's nDCG@10 is exactly 1 and the full pipeline (which fuses BM25 and the
-exact leg with dense) ranks it in its top 10 every time.
+that document first: BM25's nDCG@10 is exactly 1, and the full pipeline (which fuses BM25 and the
+exact leg with dense) keeps it among the reranker's 35 candidates every time. Its place in the top
+10 is not asserted: for a made-up word the dense scores are noise, and the fusion's lexical share
+(1 - α = 0.2, chosen across real sets: docs/decisions/retrieval.md) lifts the gold document above
+most of that noise, not all of it (19 of 20 here).
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ def test_quality_bench_scores_a_generated_beir_folder_and_reuses_its_index(tmp_p
     header = "| run | nDCG@10 | Recall@10 | Recall@100 | MRR@10 | cand@35 | cand@60 | s/query | how |"
     assert header in first
     assert table_row(first, "BM25 only")[1:7] == ["1.000"] * 6
-    assert table_row(first, "full pipeline")[2] == "1.000", "Recall@10 of the fused pipeline"
+    assert float(table_row(first, "full pipeline")[2]) >= 0.9, "Recall@10 of the fused pipeline"
     assert table_row(first, "full pipeline")[5] == "1.000", "every gold document among 35 candidates"
     assert float(table_row(first, "whole-document fp32")[1]) > 0, "the fp32 reference row is scored"
     assert "not measurable: --no-hyde" in table_row(first, "+ HyDE (fusion)")[-1]
