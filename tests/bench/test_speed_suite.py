@@ -56,12 +56,19 @@ def first_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]
     return cache, run_suite(cache, *args, "--index-sizes", ",".join(SIZES), "--queries", "3")
 
 
-def test_embedder_row_compares_texts_per_second_of_onnx_and_sentence_transformers(
+def test_embedder_rows_compare_onnx_with_sentence_transformers_on_long_and_short_texts_and_gemm_ceiling(
     first_run: tuple[Path, list[str]],
 ) -> None:
     _, rows = first_run
-    embedder = next(r for r in rows if r.startswith("| OnnxEmbedder"))
-    assert re.search(r"\| [\d.]+ texts/s \| [\d.]+ texts/s \| [\d.]+x \|", embedder), embedder
+    ratios = [r for r in rows if r.startswith("| embedder vs SentenceTransformer.encode")]
+    cosine = next(r for r in rows if r.startswith("| embedder int8 vs fp32"))
+    ceiling = [r for r in rows if r.startswith("| GEMM ceiling")]
+    assert len(ratios) == 4, rows
+    assert all(re.search(r"\| [\d.]+ texts/s \| [\d.]+ texts/s \| [\d.]+x \|", row) for row in ratios), ratios
+    assert any("long passages" in row for row in ratios) and any("short sentences" in row for row in ratios)
+    assert re.search(r"long min 0\.\d+ mean 0\.\d+, short min 0\.\d+", cosine), cosine
+    gemm = r"\d+ GOPS int8 \| \d+ GOPS fp32 \| [\d.]+x \| .*int8: "
+    assert ceiling and all(re.search(gemm, row) for row in ceiling), ceiling
 
 
 def test_each_index_holds_at_least_its_size_and_reports_search_latency(
