@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-import textwrap
 from dataclasses import dataclass
 
 # A heading's own number: "7.1 ", "1.3.\xa0", "3.1: ", "A.2. " (a digit or a lettered appendix).
 SECTION_NUMBER = re.compile(r"^(?:\d+(?:\.\d+)*|[A-Z](?:\.\d+)+)[.:]?[\s\xa0]+")
 LEADING_SPACE = re.compile(r"^[ \xa0]+")
+RULE = re.compile(r"[-=_ ]+")  # a horizontal rule (footnotes), not text
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,11 @@ class Section:
 
 
 def section_body(lines: list[str]) -> str:
-    """The body lines as one text: leading no-break spaces read as spaces, common indent and
-    surrounding blank lines removed, trailing spaces dropped; line breaks are the source's own."""
+    """The body lines as one text: leading no-break spaces read as spaces, the common indent of the
+    text (rules of dashes left out: a footnote rule at the margin must not keep the prose indented,
+    which Markdown would read as code) and surrounding blank lines removed, trailing spaces dropped;
+    line breaks are the source's own."""
     spaced = [LEADING_SPACE.sub(lambda m: " " * len(m.group()), line).rstrip() for line in lines]
-    return textwrap.dedent("\n".join(spaced)).strip("\n")
+    indents = [len(line) - len(line.lstrip()) for line in spaced if line and not RULE.fullmatch(line)]
+    cut = min(indents, default=0)
+    return "\n".join(line[cut:] if not line[:cut].strip() else line for line in spaced).strip("\n")

@@ -23,7 +23,7 @@ from bench.evalsets.answers import relevant_sections
 from bench.evalsets.beir import MissingPackageError, build
 from bench.evalsets.catalog import SETS, EvalSetSpec, Source, docbook_text
 from bench.evalsets.readers import info_sections, pod_sections
-from bench.evalsets.sections import Section
+from bench.evalsets.sections import Section, section_body
 from tests.conftest import REPO
 
 SETS_DIR = REPO / "bench" / "sets"
@@ -263,3 +263,10 @@ def test_rebuilding_from_the_installed_packages_reproduces_the_committed_sets() 
         text=True,
     )
     assert check.returncode == 0, check.stderr
+
+
+def test_a_footnote_rule_at_the_margin_does_not_keep_the_prose_indented_as_code() -> None:
+    lines = ["    Private packages can be", "    served by apt.", "", "-" * 20, "", "    ^[2] A footnote."]
+
+    rule = "-" * 20
+    assert section_body(lines) == f"Private packages can be\nserved by apt.\n\n{rule}\n\n^[2] A footnote."
