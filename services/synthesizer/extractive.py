@@ -31,7 +31,7 @@ import numpy as np
 from services.synthesizer.segmentation import Sentence, segment
 from services.synthesizer.source_files import read_source
 from services.synthesizer.text_support import content_words
-from shared.contracts import Candidate, Fact, MapBatch, MapResult
+from shared.contracts import Candidate, Fact, MapBatch, MapResult, SourceKind
 from shared.interfaces import Embedder
 
 # Set on pyfaq-dev (all 6,993 sections) and bench/sets/debian-faq behind the product's retrieval: the
@@ -48,6 +48,7 @@ EMBEDDED_PASSAGES = 6
 MAX_EMBEDDED_SENTENCES = 48
 FACTS_PER_PASSAGE = 3
 MIN_SENTENCE_CHARS = 20
+MARKUP_KINDS = frozenset({SourceKind.MARKDOWN, SourceKind.HTML})  # the rest is plain text
 PRONOUNS = frozenset(
     {"it", "its", "this", "that", "these", "those", "they", "their", "them", "he", "she", "such"}
 )
@@ -85,7 +86,7 @@ def passage_of(candidate: Candidate) -> Passage:
             return Passage(source.body, 0, [])
         first = max(0, inside[0] - 1)
         return Passage(source.body, 0, every[first : inside[-1] + 1], leading=inside[0] - first)
-    found = segment(candidate.text)
+    found = segment(candidate.text, markdown=candidate.chunk.kind in MARKUP_KINDS)
     if candidate.text_start > 0 and found and found[0].start == 0 and not found[0].text[0].isupper():
         found = found[1:]  # begins mid-sentence: the chunk boundary cut it
     return Passage(candidate.text, candidate.text_start, found)

@@ -49,16 +49,19 @@ class Sentence:
         return self.text.rstrip(CLOSING_MARKS)[-1:] in SENTENCE_END
 
 
-@lru_cache(maxsize=1)
-def block_parser() -> MarkdownIt:
-    return MarkdownIt("commonmark")
+@lru_cache(maxsize=2)
+def block_parser(markdown: bool) -> MarkdownIt:
+    """CommonMark; for plain text without its indented code blocks: a plain-text file indents
+    paragraphs (FAQs, READMEs, mail), and read as Markdown they would be code, never quoted."""
+    parser = MarkdownIt("commonmark")
+    return parser if markdown else parser.disable("code")
 
 
-def prose_blocks(text: str) -> list[tuple[int, int, bool]]:
+def prose_blocks(text: str, markdown: bool = True) -> list[tuple[int, int, bool]]:
     """``(start, end, is_heading)`` of every paragraph and heading of ``text``, code left out; a
     block starts where its content does, after list, quote and heading markers."""
     line_starts = [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
-    tokens = block_parser().parse(text)
+    tokens = block_parser(markdown).parse(text)
     blocks = []
     for opening, inline in itertools.pairwise(tokens):
         if opening.type in PROSE_BLOCKS and opening.map is not None and inline.content.strip():
@@ -78,10 +81,11 @@ def trimmed(text: str, start: int, end: int, heading: bool) -> tuple[int, int]:
     return start, end
 
 
-def segment(text: str) -> list[Sentence]:
-    """Every sentence of ``text`` (Markdown or plain text), in order, with its exact offset."""
+def segment(text: str, markdown: bool = True) -> list[Sentence]:
+    """Every sentence of ``text``, in order, with its exact offset; ``markdown=False`` for plain text,
+    whose indented paragraphs are prose."""
     found = []
-    for block_start, block_end, heading in prose_blocks(text):
+    for block_start, block_end, heading in prose_blocks(text, markdown):
         block = text[block_start:block_end]
         pieces = [(0, len(block))] if heading else boundaries(block)
         for piece_start, piece_end in pieces:

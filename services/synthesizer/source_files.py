@@ -30,12 +30,14 @@ class SourceFile:
     text: str
     body_start: int
     line_starts: list[int] = field(repr=False)
+    markdown: bool = True
 
     @classmethod
     def of(cls, text: str, kind: SourceKind) -> SourceFile:
         body_start = split_front_matter(text)[1] if kind is SourceKind.MARKDOWN else 0
         line_starts = [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
-        return cls(text=text, body_start=body_start, line_starts=line_starts)
+        markdown = kind is SourceKind.MARKDOWN
+        return cls(text=text, body_start=body_start, line_starts=line_starts, markdown=markdown)
 
     @property
     def body(self) -> str:
@@ -45,7 +47,7 @@ class SourceFile:
     @cached_property
     def body_sentences(self) -> list[Sentence]:
         """The body's sentences, offsets in the body (segmented once per file version)."""
-        return segment(self.body)
+        return segment(self.body, self.markdown)
 
     def line_and_column(self, offset: int) -> tuple[int, int]:
         """1-based line and column of the character at ``offset`` of the file."""

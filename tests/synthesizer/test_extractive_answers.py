@@ -39,7 +39,8 @@ def embedder() -> Embedder:
 
 
 def chunks_of(path: Path, title: str, size: int = 0) -> list[Chunk]:
-    """The file's body as the indexer sees it, in chunks of ``size`` characters (one chunk if 0)."""
+    """The file's body as the indexer sees it, in chunks of ``size`` characters (one chunk if 0); a
+    ``.txt`` file is plain text, anything else Markdown."""
     raw = path.read_text()
     body = raw[split_front_matter(raw)[1] :]
     document_id = hashlib.sha256(str(path).encode()).hexdigest()[:16]
@@ -54,7 +55,7 @@ def chunks_of(path: Path, title: str, size: int = 0) -> list[Chunk]:
             char_end=min(start + size, len(body)),
             title=title,
             source_uri=str(path),
-            kind=SourceKind.MARKDOWN,
+            kind=SourceKind.TEXT if path.suffix == ".txt" else SourceKind.MARKDOWN,
         )
         for n, start in enumerate(range(0, len(body), size))
     ]
@@ -184,3 +185,20 @@ def test_the_llm_path_cites_only_passages_it_received_with_quotes_in_file_coordi
         assert citation.source_uri == str(received)
         assert text[citation.char_start : citation.char_end] == citation.quote and citation.verified
         assert citation.line == text.count("\n", 0, citation.char_start) + 1
+
+
+def test_an_indented_paragraph_of_a_plain_text_file_is_quoted_with_its_line(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    path = tmp_path / "archives.txt"
+    path.write_text(
+        "Private archives\n\n"
+        "    If you have built some private Debian packages, you can set up\n"
+        "    your own apt-able package archive to install them.\n"
+    )
+
+    answer = ask("How can I install my private Debian packages?", chunks_of(path, "archives"), embedder)
+
+    assert answer.citations, answer.markdown
+    assert answer.citations[0].quote.startswith("If you have built some private Debian packages")
+    assert answer.citations[0].line == 3

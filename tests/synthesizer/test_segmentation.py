@@ -56,3 +56,13 @@ def test_a_line_cut_before_its_sentence_ends_is_not_a_complete_sentence() -> Non
     cut = segment("Like most Linux distributions, Debian GNU/Linux provides:\n\nthe kernel and a\n")
 
     assert [s.is_complete for s in cut] == [False, False]
+
+
+def test_an_indented_paragraph_is_prose_in_plain_text_and_code_in_markdown() -> None:
+    text = "    If you have built private packages, you can serve them\n    with apt. It is easy.\n"
+
+    plain = [s.text for s in segment(text, markdown=False)]
+    markdown = segment(text)
+
+    assert plain == ["If you have built private packages, you can serve them\n    with apt.", "It is easy."]
+    assert markdown == []
