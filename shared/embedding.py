@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from tokenizers import Encoding
 
 from shared.cpu import available_cores
-from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer
+from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer, padded_arrays
 
 EMBEDDER_MAX_TOKENS = 256
 MODEL_FILE = "model_int8.onnx"
@@ -166,14 +166,8 @@ class OnnxEmbedder:
     def run(self, encodings: list[Encoding]) -> np.ndarray:
         """One session call over texts padded to the longest of them (the unmasked model's when none
         needs padding); their unit vectors."""
-        width = max(len(e.ids) for e in encodings)
-        padded = any(len(e.ids) < width for e in encodings)
+        ids, mask, types = padded_arrays(encodings, self._pad_id)
+        padded = not mask.all()
         session = self._unmasked if self._unmasked is not None and not padded else self._session
-        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
-        mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
-        for row, encoding in enumerate(encodings):
-            n = len(encoding.ids)
-            ids[row, :n], mask[row, :n], types[row, :n] = encoding.ids, 1, encoding.type_ids
         (hidden, *_) = session.run(None, encoder_inputs(session, ids, mask, types))
         return mean_pool(hidden, mask)

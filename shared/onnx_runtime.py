@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 from shared.cpu import available_cores
 
@@ -46,6 +46,18 @@ def encoder_inputs(
     """Feed only the inputs the exported graph declares (some exports drop ``token_type_ids``)."""
     available = {"input_ids": ids, "attention_mask": mask, "token_type_ids": type_ids}
     return {inp.name: available[inp.name] for inp in session.get_inputs()}
+
+
+def padded_arrays(encodings: list[Encoding], pad_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Token ids, attention mask and type ids of unpadded encodings, padded to the longest of them."""
+    width = max(len(e.ids) for e in encodings)
+    ids = np.full((len(encodings), width), pad_id, dtype=np.int64)
+    mask = np.zeros_like(ids)
+    types = np.zeros_like(ids)
+    for row, encoding in enumerate(encodings):
+        n = len(encoding.ids)
+        ids[row, :n], mask[row, :n], types[row, :n] = encoding.ids, 1, encoding.type_ids
+    return ids, mask, types
 
 
 # The x86 extensions ONNX Runtime's int8 GEMMs (MLAS) pick their kernels by, slowest to fastest.

@@ -32,7 +32,7 @@ from tokenizers import Encoding
 
 from shared.cpu import available_cores
 from shared.embedding import ModelMissingError
-from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer
+from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer, padded_arrays
 
 Precision = Literal["int8", "fp32"]
 RequestedPrecision = Literal["auto", "int8", "fp32"]
@@ -147,12 +147,6 @@ class CrossEncoder:
 
     def run(self, encodings: list[Encoding]) -> np.ndarray:
         """One session call over pairs padded to the longest of them."""
-        width = max(len(e.ids) for e in encodings)
-        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
-        mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
-        for row, encoding in enumerate(encodings):
-            n = len(encoding.ids)
-            ids[row, :n], mask[row, :n], types[row, :n] = encoding.ids, 1, encoding.type_ids
+        ids, mask, types = padded_arrays(encodings, self._pad_id)
         (logits, *_) = self._session.run(None, encoder_inputs(self._session, ids, mask, types))
         return np.asarray(logits, dtype=np.float32).reshape(len(encodings), -1)[:, 0]
