@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,7 +26,13 @@ from pydantic import BaseModel, Field
 from tokenizers import Encoding
 
 from shared.cpu import available_cores
-from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer, padded_arrays
+from shared.onnx_runtime import (
+    create_session,
+    encoder_inputs,
+    load_tokenizer,
+    padded_arrays,
+    runs_side_by_side,
+)
 
 EMBEDDER_MAX_TOKENS = 256
 MODEL_FILE = "model_int8.onnx"
@@ -133,7 +138,8 @@ class OnnxEmbedder:
             encodings = self._tokenizer.encode_batch(texts)
         runs = length_runs([len(e.ids) for e in encodings], self.plan.run_tokens, self._batch_size)
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for run, run_vectors in zip(runs, self._run_all(runs, encodings), strict=True):
+        results = runs_side_by_side(runs, encodings, self.run, self._runners)
+        for run, run_vectors in zip(runs, results, strict=True):
             vectors[run] = run_vectors
         return vectors
 
@@ -146,22 +152,6 @@ class OnnxEmbedder:
         """Character spans of the text's word-piece tokens, without special tokens or truncation."""
         encoding = self._spans_tokenizer.encode(text, add_special_tokens=False)
         return [span for span in encoding.offsets if span[1] > span[0]]
-
-    def _run_all(self, runs: list[list[int]], encodings: list[Encoding]) -> Iterable[np.ndarray]:
-        """One session call per run: side by side on the pool (longest first, so the cores finish
-        together), or here one after the other."""
-
-        def run_one(run: list[int]) -> np.ndarray:
-            return self.run([encodings[i] for i in run])
-
-        if self._runners is None or len(runs) < 2:
-            return map(run_one, runs)
-        cost = [len(run) * len(encodings[run[-1]].ids) for run in runs]
-        futures = {
-            r: self._runners.submit(run_one, runs[r])
-            for r in sorted(range(len(runs)), key=lambda r: -cost[r])
-        }
-        return (futures[r].result() for r in range(len(runs)))
 
     def run(self, encodings: list[Encoding]) -> np.ndarray:
         """One session call over texts padded to the longest of them (the unmasked model's when none

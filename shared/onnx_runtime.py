@@ -6,6 +6,8 @@ int8 (or fp32) files that ``provisioning`` writes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +48,25 @@ def encoder_inputs(
     """Feed only the inputs the exported graph declares (some exports drop ``token_type_ids``)."""
     available = {"input_ids": ids, "attention_mask": mask, "token_type_ids": type_ids}
     return {inp.name: available[inp.name] for inp in session.get_inputs()}
+
+
+def runs_side_by_side(
+    runs: list[list[int]],
+    encodings: list[Encoding],
+    run: Callable[[list[Encoding]], np.ndarray],
+    pool: ThreadPoolExecutor | None,
+) -> Iterable[np.ndarray]:
+    """``run`` over each run's encodings, results in the runs' order: on ``pool`` side by side,
+    longest first (the cores then finish together), or here one after the other without a pool."""
+
+    def run_one(indices: list[int]) -> np.ndarray:
+        return run([encodings[i] for i in indices])
+
+    if pool is None or len(runs) < 2:
+        return map(run_one, runs)
+    cost = [max(len(encodings[i].ids) for i in indices) * len(indices) for indices in runs]
+    futures = {r: pool.submit(run_one, runs[r]) for r in sorted(range(len(runs)), key=lambda r: -cost[r])}
+    return (futures[r].result() for r in range(len(runs)))
 
 
 def padded_arrays(encodings: list[Encoding], pad_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -22,7 +22,6 @@ Logits are the same either way, bit for bit. Why, with the measurements: docs/de
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
@@ -32,7 +31,13 @@ from tokenizers import Encoding
 
 from shared.cpu import available_cores
 from shared.embedding import ModelMissingError
-from shared.onnx_runtime import create_session, encoder_inputs, load_tokenizer, padded_arrays
+from shared.onnx_runtime import (
+    create_session,
+    encoder_inputs,
+    load_tokenizer,
+    padded_arrays,
+    runs_side_by_side,
+)
 
 Precision = Literal["int8", "fp32"]
 RequestedPrecision = Literal["auto", "int8", "fp32"]
@@ -122,25 +127,10 @@ class CrossEncoder:
         size = self.pairs_per_run
         groups = [order[start : start + size] for start in range(0, len(order), size)]
         logits = np.zeros(len(pairs), dtype=np.float32)
-        runs = self._run_groups(groups, encodings)
+        runs = runs_side_by_side(groups, encodings, self.run, self._runners)
         for group, group_logits in zip(groups, runs, strict=True):
             logits[group] = group_logits
         return logits
-
-    def _run_groups(self, groups: list[list[int]], encodings: list[Encoding]) -> Iterable[np.ndarray]:
-        """One session call per group: side by side on the pool, or here when one core is all."""
-
-        def run_group(group: list[int]) -> np.ndarray:
-            return self.run([encodings[i] for i in group])
-
-        if self._runners is None or len(groups) < 2:
-            return map(run_group, groups)
-        # Longest runs first: the cores then finish together instead of one idling while the other
-        # runs the batch's longest group last.
-        cost = [max(len(encodings[i].ids) for i in group) * len(group) for group in groups]
-        longest_first = sorted(range(len(groups)), key=lambda g: -cost[g])
-        futures = {g: self._runners.submit(run_group, groups[g]) for g in longest_first}
-        return (futures[g].result() for g in range(len(groups)))
 
     def tokenize(self, pairs: list[tuple[str, str]]) -> list[Encoding]:
         return self._tokenizer.encode_batch(pairs)
