@@ -11,8 +11,8 @@ cache, keyed by the chunking settings), then for every question it records, next
   cosine, so this is the same ranking);
 - the question embedded by the product's int8 embedder and by sentence-transformers in fp32 (the
   same packaged weights, the same 256-token truncation);
-- the BM25 leg (the store's full-text search) and the exact leg (ripgrep for the rules plan's hard
-  keywords), at the pools the product and the bench use;
+- the BM25 leg (the store's full-text search, 200 deep) and the exact leg (ripgrep for the rules
+  plan's hard keywords, at the product's ``POOL_EXACT`` files);
 - the whole-document fp32 reference's vector for every document.
 
 The dump is a pickle next to the store, named for the set's questions and judgements (sets may
@@ -38,7 +38,6 @@ from shared.interfaces import Hit
 from shared.settings import Settings
 
 BM25_DEPTH = 200
-EXACT_POOLS = (50, 100, 200)
 
 
 def leg_rows(hits: list[Hit], index: dict[str, int]) -> list[tuple[int, float]]:
@@ -66,14 +65,14 @@ def dump_set(folder: Path, cache: Path, settings: Settings, embedder: OnnxEmbedd
     idf = StoreIdf(corpus.store)
     exact = ExactSearcher(corpus.store, find_rg(settings.rg_path))
     bm25: list[list[tuple[int, float]]] = []
-    exact_legs: dict[int, list[list[tuple[int, float]]]] = {pool: [] for pool in EXACT_POOLS}
+    exact_legs: dict[int, list[list[tuple[int, float]]]] = {settings.pool_exact: []}
     keywords: list[list[str]] = []
     for text in texts:
         plan = rule_based_plan(text, idf, settings.exact_max_keywords)
         keywords.append(plan.hard_keywords)
         bm25.append(leg_rows(corpus.store.keyword_search(text, BM25_DEPTH), index))
-        for pool in EXACT_POOLS:
-            exact_legs[pool].append(leg_rows(exact.search(plan.hard_keywords, pool), index))
+        exact_hits = exact.search(plan.hard_keywords, settings.pool_exact)
+        exact_legs[settings.pool_exact].append(leg_rows(exact_hits, index))
     dump = {
         "set": folder.name,
         "chunk_tokens": settings.chunk_tokens,

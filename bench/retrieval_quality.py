@@ -41,7 +41,7 @@ from services.indexer.pipeline import sync_root
 from services.reranker.cross_encoder import model_label
 from services.reranker.service import Reranker
 from services.retriever.exact import ExactSearcher, find_rg
-from services.retriever.fusion import favour_leads, reciprocal_rank_fusion
+from services.retriever.fusion import reciprocal_rank_fusion
 from services.retriever.keywords import StoreIdf
 from services.retriever.planner import rule_based_plan
 from services.retriever.search import RetrievalConfig, Retriever
@@ -257,11 +257,11 @@ def build_runs(
         return rule_based_plan(query, idf, settings.exact_max_keywords)
 
     def stored_dense(query: str) -> list[Hit]:
-        return plain.dense(query, depth, SearchFilters())
+        return plain.dense(query, replace(deep, lead_bonus=0.0, centroid_weight=0.0), SearchFilters())
 
     def dense(query: str) -> list[Hit]:
-        """The product's dense leg: the store's ranking with each document's lead chunk favoured."""
-        return favour_leads(stored_dense(query), product.lead_bonus)
+        """The product's dense leg: each chunk scored with its document (lead bonus, centroid)."""
+        return plain.dense(query, deep, SearchFilters())
 
     def by_hits(hits: list[Hit]) -> list[str]:
         return [Path(hit.chunk.source_uri).name for hit in hits]
@@ -294,7 +294,11 @@ def build_runs(
         ),
         Run("BM25 only", "LanceDB FTS over title + text", lambda q: by_hits(store.keyword_search(q, depth))),
         Run("dense, as stored", "the question, MiniLM int8, cosine", lambda q: by_hits(stored_dense(q))),
-        Run("dense only", f"product's leg, lead bonus {product.lead_bonus:g}", lambda q: by_hits(dense(q))),
+        Run(
+            "dense only",
+            f"product's leg, lead bonus {product.lead_bonus:g}, centroid {product.centroid_weight:g}",
+            lambda q: by_hits(dense(q)),
+        ),
         Run(
             "hybrid RRF (plain)",
             "dense + BM25, k=60, equal weights",

@@ -5,10 +5,12 @@ bench/sets/zsh-faq bench/sets/perlfaq [--chunking 200/40 --chunking 240/40]``
 
 Every configuration sees the same hits, so the differences are the rules' alone. The dense leg is
 recomputed from the stored vectors (exhaustive cosine, as the store searches), then cut to the
-leg's pool; the lead bonus and the α-blend are the product's rules (``favour_leads``,
-``alpha_blend`` in ``services.retriever.fusion``) on chunk numbers. Parameters are chosen by
-leave-one-set-out cross-validation: for each set, the value with the best mean over the other sets,
-scored on the held-out one ("held out" rows). nDCG@10 per set, the mean and the worst set.
+leg's pool; the lead bonus, the document centroid's share and the α-blend are the product's rules
+(``in_documents``, ``alpha_blend`` in ``services.retriever.fusion``) on chunk numbers, each
+document's centroid the unit mean of its stored chunk vectors, as the store computes it.
+Parameters are chosen by leave-one-set-out cross-validation: for each set, the value with the
+best mean over the other sets, scored on the held-out one ("held out" rows). nDCG@10 per set,
+the mean and the worst set.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ import numpy as np
 
 from bench.retrieval_legs import dump_set
 from bench.retrieval_quality import DEFAULT_CACHE, ndcg_at
-from services.retriever.keywords import pattern_keywords
 from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
+from shared.stores.records import centroids
 
 Leg = list[tuple[int, float]]  # (chunk number, score), best first
 Scores = dict[str, float]  # nDCG@10 per set
+QUERY_VECTORS = {"int8": "q_int8", "fp32 query": "q_fp32"}  # the product's embedder; sentence-transformers
 
 
 @dataclass
@@ -42,6 +45,7 @@ class LegSet:
     doc_of_chunk: list[str]  # corpus id per chunk
     ordinals: np.ndarray
     scores: dict[str, np.ndarray]  # by query precision: "int8" (the product's), "fp32 query"
+    centroid_scores: dict[str, np.ndarray]  # the same, query × the document of each chunk's centroid
     reference: list[list[str]]  # the whole-document fp32 ranking per query (corpus ids)
 
     @property
@@ -54,18 +58,32 @@ def load(path: Path) -> LegSet:
     to_id = dump["file_to_id"]
     doc_of_chunk = [to_id[name] for name in dump["files"]]
     vectors = dump["vectors"].T
-    scores = {"int8": dump["q_int8"] @ vectors, "fp32 query": dump["q_fp32"] @ vectors}
+    scores = {kind: dump[key] @ vectors for kind, key in QUERY_VECTORS.items()}
+    chunk_centroids = centroid_of_chunk(doc_of_chunk, dump["vectors"]).T
+    centroid_scores = {
+        "int8": dump["q_int8"] @ chunk_centroids,
+        "fp32 query": dump["q_fp32"] @ chunk_centroids,
+    }
     names = [to_id[name] for name in dump["reference_names"]]
     reference_scores = dump["q_fp32"] @ dump["reference_vectors"].T
     reference = [[names[i] for i in np.argsort(-row)[:100]] for row in reference_scores]
-    return LegSet(dump["set"], dump, doc_of_chunk, dump["ordinals"], scores, reference)
+    return LegSet(dump["set"], dump, doc_of_chunk, dump["ordinals"], scores, centroid_scores, reference)
 
 
-def dense_leg(row: np.ndarray, ordinals: np.ndarray, pool: int, bonus: float) -> Leg:
-    """The store's ``pool`` best chunks, each document's lead chunk + ``bonus``, re-sorted."""
+def centroid_of_chunk(doc_of_chunk: list[str], vectors: np.ndarray) -> np.ndarray:
+    """Row ``i``: the centroid of chunk ``i``'s document (``shared.stores.records.centroids``)."""
+    found = centroids(doc_of_chunk, vectors)
+    return np.stack([found[document] for document in doc_of_chunk])
+
+
+def dense_leg(s: LegSet, q: int, pool: int, bonus: float, centroid_weight: float, kind: str = "int8") -> Leg:
+    """The store's ``pool`` best chunks, each scored ``(1 - w) × (cosine + bonus for a lead chunk) +
+    w × the document centroid's cosine``, re-sorted."""
+    row, whole = s.scores[kind][q], s.centroid_scores[kind][q]
     top = np.argsort(-row, kind="stable")[:pool]
-    scored = [(int(i), float(row[i]) + (bonus if ordinals[i] == 0 else 0.0)) for i in top]
-    return sorted(scored, key=lambda item: -item[1])
+    own = row[top] + np.where(s.ordinals[top] == 0, bonus, 0.0)
+    blended = (1 - centroid_weight) * own + centroid_weight * whole[top]
+    return sorted(zip(top.tolist(), blended.tolist(), strict=True), key=lambda item: -item[1])
 
 
 def min_max(leg: Leg) -> dict[int, float]:
@@ -103,9 +121,9 @@ def score(sets: list[LegSet], rule: Rule) -> Scores:
     }
 
 
-def dense_rule(bonus: float, kind: str = "int8", depth: int = 200) -> Rule:
+def dense_rule(bonus: float, centroid_weight: float, kind: str = "int8", depth: int = 200) -> Rule:
     def rule(s: LegSet, q: int) -> list[str]:
-        leg = dense_leg(s.scores[kind][q], s.ordinals, depth, bonus)
+        leg = dense_leg(s, q, depth, bonus, centroid_weight, kind)
         return documents([i for i, _ in leg], s.doc_of_chunk)
 
     return rule
@@ -113,6 +131,7 @@ def dense_rule(bonus: float, kind: str = "int8", depth: int = 200) -> Rule:
 
 def fused_rule(
     bonus: float,
+    centroid_weight: float,
     alpha: float | Callable[[LegSet, int], float],
     pool: int,
     exact_pool: int,
@@ -121,7 +140,7 @@ def fused_rule(
     """The product's search: dense and BM25 at ``pool``, the exact leg at ``exact_pool`` files."""
 
     def rule(s: LegSet, q: int) -> list[str]:
-        dense = dense_leg(s.scores[kind][q], s.ordinals, pool, bonus)
+        dense = dense_leg(s, q, pool, bonus, centroid_weight, kind)
         exact_depth = min(p for p in s.dump["exact"] if p >= min(pool, exact_pool))
         lexical = [s.dump["bm25"][q][:pool], s.dump["exact"][exact_depth][q][:pool]]
         weight = alpha(s, q) if callable(alpha) else alpha
@@ -159,54 +178,51 @@ def print_held_out(name: str, grid: dict[Any, Scores]) -> None:
 
 def sweep(sets: list[LegSet], label: str, settings: Settings) -> None:
     """The dense leg's rules, then the fusion's, for one chunking; the product's settings first."""
-    bonus, alpha = settings.dense_lead_bonus, settings.fusion_alpha
+    bonus, weight, alpha = settings.dense_lead_bonus, settings.dense_centroid_weight, settings.fusion_alpha
     pool, exact_pool = settings.pool_precise, settings.pool_exact
-    bonuses = [0.0, 0.1, 0.15, 0.2, 0.25, 0.3]
     print_header(f"Dense leg, chunks {label} (pool 200)", sets)
     print_row("whole-document fp32 (reference)", score(sets, lambda s, q: s.reference[q]))
-    print_row(f"the product's leg (lead bonus {bonus:g})", score(sets, dense_rule(bonus)))
-    dense = {b: score(sets, dense_rule(b)) for b in bonuses}
-    for b in bonuses:
-        print_row(f"int8, lead bonus {b:g}", dense[b])
-    print_row("fp32 query, lead bonus 0.2", score(sets, dense_rule(0.2, "fp32 query")))
-    print_held_out("int8, lead bonus held out", {b: v for b, v in dense.items() if b})
+    print_row(
+        f"the product's leg (lead bonus {bonus:g}, centroid {weight:g})",
+        score(sets, dense_rule(bonus, weight)),
+    )
+    print_row("dense, as stored (best chunk)", score(sets, dense_rule(0.0, 0.0)))
+    print_row("lead bonus 0.2, no centroid (former leg)", score(sets, dense_rule(0.2, 0.0)))
+    dense = {
+        (b, w): score(sets, dense_rule(b, w))
+        for b, w in product([0.0, 0.1, 0.2, 0.3], [0.3, 0.4, 0.5, 0.6, 0.7])
+    }
+    for (b, w), per_set in dense.items():
+        if b == bonus or w == weight:
+            print_row(f"lead bonus {b:g}, centroid {w:g}", per_set)
+    print_row("same as the product's, fp32 query", score(sets, dense_rule(bonus, weight, "fp32 query")))
+    print_held_out("(lead bonus, centroid) held out", dense)
 
     print_header(f"Fusion, chunks {label}", sets)
-    product_rule = fused_rule(bonus, alpha, pool, exact_pool)
     print_row(
-        f"the product's (α {alpha:g}, bonus {bonus:g}, pool {pool}, exact {exact_pool})",
-        score(sets, product_rule),
+        f"the product's (α {alpha:g}, bonus {bonus:g}, centroid {weight:g}, pool {pool}, exact {exact_pool})",
+        score(sets, fused_rule(bonus, weight, alpha, pool, exact_pool)),
     )
-    print_row("α 0.75, bonus 0.1, pool 50 (former default)", score(sets, fused_rule(0.1, 0.75, 50, 50)))
+    print_row(
+        "α 0.8, bonus 0.2, no centroid (former default)", score(sets, fused_rule(0.2, 0.0, 0.8, 100, 50))
+    )
     grid = {
-        (b, a): score(sets, fused_rule(b, a, 100, 50))
-        for b, a in product([0.1, 0.15, 0.2, 0.25, 0.3], [0.7, 0.75, 0.8, 0.85, 0.9])
+        (b, w, a): score(sets, fused_rule(b, w, a, pool, exact_pool))
+        for b, w, a in product([0.1, 0.2, 0.3], [0.3, 0.4, 0.5, 0.6], [0.7, 0.75, 0.8, 0.85, 0.9])
     }
-    for (b, a), per_set in grid.items():
-        if a == 0.8 or b == 0.2:
-            print_row(f"α {a:g}, bonus {b:g}, pool 100, exact 50", per_set)
-    print_held_out("(bonus, α) held out, pool 100, exact 50", grid)
-    for pool, exact_pool in [(50, 50), (100, 100), (200, 50), (200, 200)]:
+    for (b, w, a), per_set in grid.items():
+        if (b, w) == (bonus, weight) or (b, a) == (bonus, alpha):
+            print_row(f"α {a:g}, bonus {b:g}, centroid {w:g}", per_set)
+    print_held_out(f"(bonus, centroid, α) held out, pool {pool}, exact {exact_pool}", grid)
+    for pool_size, exact_size in [(50, 50), (200, 50)]:
         print_row(
-            f"α 0.8, bonus 0.2, pool {pool}, exact {exact_pool}",
-            score(sets, fused_rule(0.2, 0.8, pool, exact_pool)),
+            f"the product's at pool {pool_size}, exact {exact_size}",
+            score(sets, fused_rule(bonus, weight, alpha, pool_size, exact_size)),
         )
-    print_row("same, fp32 query", score(sets, fused_rule(0.2, 0.8, 100, 50, "fp32 query")))
-
-    def by_keywords(keyword_alpha: float) -> Callable[[LegSet, int], float]:
-        return lambda s, q: keyword_alpha if pattern_keywords(s.dump["queries"][q]) else 0.8
-
-    keyword_grid = {a: score(sets, fused_rule(0.2, by_keywords(a), 100, 50)) for a in [0.6, 0.7, 0.8, 0.9]}
-    print_held_out("α for questions with identifiers/quotes held out (others 0.8)", keyword_grid)
-
-    def by_confidence(threshold: float, low: float) -> Callable[[LegSet, int], float]:
-        return lambda s, q: 0.8 if s.scores["int8"][q].max() >= threshold else low
-
-    confidence_grid = {
-        (t, low): score(sets, fused_rule(0.2, by_confidence(t, low), 100, 50))
-        for t, low in product([0.45, 0.5, 0.55, 0.6], [0.6, 0.7, 0.9])
-    }
-    print_held_out("α when the best dense cosine is below t held out (else 0.8)", confidence_grid)
+    print_row(
+        "the product's, fp32 query",
+        score(sets, fused_rule(bonus, weight, alpha, pool, exact_pool, "fp32 query")),
+    )
 
 
 def main() -> None:

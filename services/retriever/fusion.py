@@ -1,7 +1,7 @@
 """Merge the legs' ranked lists into one candidate list: weighted RRF, or a min-max α-blend.
 
 Every candidate keeps each leg's rank and score, so events and answers can say how it was found (a
-dense leg's score includes the lead bonus of :func:`favour_leads` where the search applied one).
+dense leg's score is :func:`in_documents`' where the search applied it).
 Leg names carry their family before a colon (``dense:0``, ``hyde``, ``bm25``, ``exact``); weights and
 the α-blend work per family.
 """
@@ -61,17 +61,29 @@ def min_max(scores: list[float]) -> list[float]:
     return [(s - low) / (high - low) for s in scores]
 
 
-def favour_leads(hits: list[Hit], bonus: float) -> list[Hit]:
-    """A dense leg with ``bonus`` added to each document's lead chunk (ordinal 0), re-sorted.
+def in_documents(
+    hits: list[Hit], lead_bonus: float, centroid_weight: float, centroid_scores: Mapping[str, float]
+) -> list[Hit]:
+    """A dense leg scored with each hit's document, re-sorted: ``(1 - centroid_weight) × (cosine +
+    lead_bonus for a document's lead chunk) + centroid_weight × the question's cosine to the
+    document's centroid`` (``centroid_scores``, by document id; a document missing there gets its
+    chunk's cosine).
 
-    A document's opening carries its topic with its title; a later chunk of another document that
-    merely resembles the question then needs a clearly better score to outrank it. Measured per set
-    in docs/decisions/retrieval.md; 0 leaves the leg as the store ranked it.
+    A document ranks by its best chunk, so the score says how well the chunk matches, how much the
+    opening that carries the document's topic with its title is favoured, and how well the document
+    as a whole matches: a later chunk that merely resembles the question no longer outranks another
+    document that is about it. Both weights are measured per set in docs/decisions/retrieval.md;
+    zeros leave the leg as the store ranked it.
     """
-    if not bonus:
+    if not lead_bonus and not centroid_weight:
         return hits
-    favoured = [Hit(chunk=h.chunk, score=h.score + bonus) if h.chunk.ordinal == 0 else h for h in hits]
-    return sorted(favoured, key=lambda h: h.score, reverse=True)
+
+    def scored(hit: Hit) -> Hit:
+        own = hit.score + (lead_bonus if hit.chunk.ordinal == 0 else 0.0)
+        whole = centroid_scores.get(hit.chunk.document_id, hit.score)
+        return Hit(chunk=hit.chunk, score=(1 - centroid_weight) * own + centroid_weight * whole)
+
+    return sorted(map(scored, hits), key=lambda h: h.score, reverse=True)
 
 
 def legs_agree(legs: Mapping[str, list[Hit]], top: int, min_shared: int) -> bool:

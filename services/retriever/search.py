@@ -15,13 +15,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from services.retriever.exact import ExactSearcher
 from services.retriever.expansion import expand_neighbours
 from services.retriever.fusion import (
-    DENSE_FAMILIES,
     alpha_blend,
-    favour_leads,
-    leg_family,
+    in_documents,
     legs_agree,
     reciprocal_rank_fusion,
 )
@@ -52,6 +52,7 @@ class RetrievalConfig:
     k_adjacent: int
     hyde_weak_writers: tuple[str, ...] = ()
     lead_bonus: float = 0.0
+    centroid_weight: float = 0.0
     guard_top: int = 10
     guard_min_shared: int = 0
     legs: frozenset[LegFamily] = ALL_LEGS
@@ -83,6 +84,7 @@ class RetrievalConfig:
             k_adjacent=settings.k_adjacent if k_adjacent is None else k_adjacent,
             hyde_weak_writers=tuple(settings.hyde_weak_writers),
             lead_bonus=settings.dense_lead_bonus,
+            centroid_weight=settings.dense_centroid_weight,
             guard_top=settings.fusion_guard_top,
             guard_min_shared=settings.fusion_guard_min_shared,
         )
@@ -134,10 +136,6 @@ class Retriever:
         report = SearchReport()
         legs = self.run_legs(plan, config, filters, report)
         report.legs = {leg: len(hits) for leg, hits in legs.items()}
-        legs = {
-            leg: favour_leads(hits, config.lead_bonus) if leg_family(leg) in DENSE_FAMILIES else hits
-            for leg, hits in legs.items()
-        }
         if config.fusion == "alpha" and not legs_agree(legs, config.guard_top, config.guard_min_shared):
             report.fusion = (
                 f"dense only (α=1): dense and BM25 share fewer than {config.guard_min_shared} of "
@@ -162,7 +160,7 @@ class Retriever:
             futures: dict[str, Future[list[Hit]]] = {}
             if "dense" in config.legs:
                 for index, variation in enumerate(plan.variations):
-                    futures[f"dense:{index}"] = pool.submit(self.dense, variation, config.pool, filters)
+                    futures[f"dense:{index}"] = pool.submit(self.dense, variation, config, filters)
             if "bm25" in config.legs:
                 futures["bm25"] = pool.submit(
                     self.store.keyword_search, plan.variations[0], config.pool, filters
@@ -173,8 +171,17 @@ class Retriever:
                 self.submit_hyde(pool, futures, plan, config, filters, report)
             return {leg: future.result() for leg, future in futures.items()}
 
-    def dense(self, text: str, limit: int, filters: SearchFilters) -> list[Hit]:
-        return self.store.dense_search(self.embedder.embed_query(text), limit, filters)
+    def dense(self, text: str, config: RetrievalConfig, filters: SearchFilters) -> list[Hit]:
+        """A dense leg: the store's ``config.pool`` chunks nearest to ``text``, each scored with its
+        document (:func:`in_documents`: the lead bonus and the document's centroid)."""
+        vector = self.embedder.embed_query(text)
+        hits = self.store.dense_search(vector, config.pool, filters)
+        centroid_scores: dict[str, float] = {}
+        if config.centroid_weight and hits:
+            unit = vector / (np.linalg.norm(vector) or 1.0)
+            found = self.store.document_centroids([hit.chunk.document_id for hit in hits])
+            centroid_scores = {document_id: float(c @ unit) for document_id, c in found.items()}
+        return in_documents(hits, config.lead_bonus, config.centroid_weight, centroid_scores)
 
     def submit_exact(
         self,
@@ -210,9 +217,7 @@ class Retriever:
     ) -> None:
         dense_hits = None
         if config.hyde_mode is HydeMode.SUPPLEMENT:
-            first = futures.get("dense:0") or pool.submit(
-                self.dense, plan.variations[0], config.pool, filters
-            )
+            first = futures.get("dense:0") or pool.submit(self.dense, plan.variations[0], config, filters)
             dense_hits = first.result()
         decision = decide_hyde(
             config.hyde_mode,
@@ -227,7 +232,7 @@ class Retriever:
             decision = HydeDecision(False, decision.reason + "; but no HyDE passage (no LLM)")
         report.hyde = decision
         if passage is not None:
-            futures["hyde"] = pool.submit(self.dense, passage, config.pool, filters)
+            futures["hyde"] = pool.submit(self.dense, passage, config, filters)
 
     def hyde_passage(self, plan: Plan, decision: HydeDecision, report: SearchReport) -> str | None:
         """The plan's passage, else one the LLM writes now; ``None`` when neither is possible."""

@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.interfaces import Hit, ManifestEntry
-from shared.stores.records import CHUNK_FIELDS, chunk_counts, manifest_record
+from shared.stores.records import CHUNK_FIELDS, centroids, chunk_counts, manifest_record
 
 log = logging.getLogger(__name__)
 
@@ -316,6 +316,20 @@ class LanceDBStore:
             .to_list()
         )
         return sorted((row_chunk(row) for row in rows), key=lambda c: c.ordinal)
+
+    def document_centroids(self, document_ids: list[str]) -> dict[str, np.ndarray]:
+        if not document_ids:
+            return {}
+        wanted = ", ".join(sql_string(document_id) for document_id in dict.fromkeys(document_ids))
+        rows = (
+            self._chunks.search()
+            .where(f"document_id IN ({wanted})")
+            .select(["document_id", "vector"])
+            .limit(None)
+            .to_arrow()
+        )
+        vectors = np.asarray(rows.column("vector").to_pylist(), dtype=np.float32)
+        return centroids(rows.column("document_id").to_pylist(), vectors)
 
     def count_chunks(self) -> int:
         return int(self._chunks.count_rows())

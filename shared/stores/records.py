@@ -6,6 +6,8 @@ import json
 import time
 from typing import Any
 
+import numpy as np
+
 from shared.contracts import Chunk, Document
 
 # Chunk fields a store persists and returns (everything but the id, which each backend names itself).
@@ -37,3 +39,19 @@ def chunk_counts(documents: list[Document], chunks: list[Chunk]) -> dict[str, in
             raise ValueError(f"chunk {chunk.id} belongs to no document of this replace")
         counts[chunk.document_id] += 1
     return counts
+
+
+def centroids(document_ids: list[str], vectors: np.ndarray) -> dict[str, np.ndarray]:
+    """Each document's centroid from its chunks' vectors (row ``i`` belongs to ``document_ids[i]``):
+    their mean, scaled to unit length."""
+    found: dict[str, np.ndarray] = {}
+    order = {document_id: number for number, document_id in enumerate(dict.fromkeys(document_ids))}
+    if not order:
+        return found
+    sums = np.zeros((len(order), vectors.shape[1]), dtype=np.float64)
+    np.add.at(sums, [order[document_id] for document_id in document_ids], vectors)
+    lengths = np.linalg.norm(sums, axis=1)
+    for document_id, number in order.items():
+        if lengths[number] > 0:
+            found[document_id] = (sums[number] / lengths[number]).astype(np.float32)
+    return found

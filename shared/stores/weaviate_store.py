@@ -24,11 +24,12 @@ from weaviate.util import generate_uuid5
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.interfaces import Hit, ManifestEntry
 from shared.settings import Settings
-from shared.stores.records import CHUNK_FIELDS, chunk_counts, manifest_record
+from shared.stores.records import CHUNK_FIELDS, centroids, chunk_counts, manifest_record
 
 DOCUMENT_SUFFIX = "Document"
 BM25_PROPERTIES = ["text", "title^2", "heading_path"]
 BATCH_SIZE = 200
+CENTROID_PAGE = 1000  # chunk vectors per fetch when computing document centroids
 CHUNK_PROPERTIES = ["chunk_id", *CHUNK_FIELDS]
 MANIFEST_PROPERTIES = ["document_id", "source_uri", "content_hash", "chunk_count"]
 
@@ -146,6 +147,11 @@ def dense_query(vector: np.ndarray, limit: int, filters: SearchFilters | None) -
         "return_metadata": MetadataQuery(distance=True),
         "return_properties": CHUNK_PROPERTIES,
     }
+
+
+def stored_vector(vector: Any) -> list[float]:
+    """An object's vector as the client returns it: the collection's unnamed vector is ``default``."""
+    return list(vector["default"] if isinstance(vector, dict) else vector)
 
 
 def bm25_query(query: str, limit: int, filters: SearchFilters | None) -> dict[str, Any]:
@@ -287,6 +293,26 @@ class WeaviateStore:
             filters=where, limit=len(ordinals), return_properties=CHUNK_PROPERTIES
         )
         return sorted((properties_chunk(o.properties) for o in result.objects), key=lambda c: c.ordinal)
+
+    def document_centroids(self, document_ids: list[str]) -> dict[str, np.ndarray]:
+        if not document_ids:
+            return {}
+        where = Filter.by_property("document_id").contains_any(list(dict.fromkeys(document_ids)))
+        owners: list[str] = []
+        rows: list[list[float]] = []
+        while True:
+            result = self._chunks.query.fetch_objects(
+                filters=where,
+                limit=CENTROID_PAGE,
+                offset=len(rows),
+                include_vector=True,
+                return_properties=["document_id"],
+            )
+            for found in result.objects:
+                owners.append(found.properties["document_id"])
+                rows.append(stored_vector(found.vector))
+            if len(result.objects) < CENTROID_PAGE:
+                return centroids(owners, np.asarray(rows, dtype=np.float32))
 
     def count_chunks(self) -> int:
         return int(self._chunks.aggregate.over_all(total_count=True).total_count or 0)

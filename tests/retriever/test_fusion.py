@@ -8,7 +8,7 @@ import pytest
 
 from services.retriever.fusion import (
     alpha_blend,
-    favour_leads,
+    in_documents,
     legs_agree,
     min_max,
     reciprocal_rank_fusion,
@@ -124,24 +124,50 @@ def test_search_falls_back_to_dense_alone_when_the_legs_disagree(corpus) -> None
     unreachable = replace(config, guard_top=2, guard_min_shared=3)  # two documents never share three
     candidates, report = retriever.search(plan, unreachable)
     assert report.fusion.startswith("dense only (α=1): dense and BM25 share fewer than 3")
-    dense_leg = favour_leads(retriever.dense(plan.variations[0], 10, SearchFilters()), config.lead_bonus)
+    dense_leg = retriever.dense(plan.variations[0], replace(config, pool=10), SearchFilters())
     assert [c.chunk.id for c in candidates] == [hit.chunk.id for hit in dense_leg][:5]
 
 
-def test_favour_leads_adds_the_bonus_to_lead_chunks_only_and_re_sorts() -> None:
+def test_in_documents_adds_the_bonus_to_lead_chunks_only_and_re_sorts() -> None:
     lead = hit("lead", 0.50)
     later = Hit(chunk=hit("later", 0.58).chunk.model_copy(update={"ordinal": 3}), score=0.58)
-    favoured = favour_leads([later, lead], bonus=0.1)
+    favoured = in_documents([later, lead], lead_bonus=0.1, centroid_weight=0.0, centroid_scores={})
     assert ids(favoured) == ["lead", "later"]
     assert favoured[0].score == pytest.approx(0.60) and favoured[1].score == pytest.approx(0.58)
-    assert favour_leads([later, lead], bonus=0.0) == [later, lead], "0 leaves the store's order"
+    assert in_documents([later, lead], 0.0, 0.0, {}) == [later, lead], "zeros leave the store's order"
+
+
+def test_in_documents_blends_each_chunk_with_its_documents_centroid() -> None:
+    on_topic = doc_hit("about-it", 0.50)  # a lead chunk of a document about the question
+    stray = Hit(chunk=doc_hit("mentions-it", 0.60).chunk.model_copy(update={"ordinal": 4}), score=0.60)
+    centroids = {"about-it": 0.55, "mentions-it": 0.20}
+    blended = in_documents([stray, on_topic], lead_bonus=0.0, centroid_weight=0.5, centroid_scores=centroids)
+    assert [h.chunk.document_id for h in blended] == ["about-it", "mentions-it"]
+    assert blended[0].score == pytest.approx(0.525) and blended[1].score == pytest.approx(0.40)
+    alone = in_documents([stray, on_topic], 0.0, 0.5, {})
+    assert [h.score for h in alone] == [pytest.approx(0.60), pytest.approx(0.50)], "no centroid: the chunk"
 
 
 def test_search_fuses_the_dense_leg_with_lead_chunks_favoured(corpus) -> None:
     plan = Plan(variations=["global interpreter lock threads"])
     retriever = Retriever(corpus.store, corpus.embedder)
-    config = retrieval_config(pool=10, keep=10, hyde_mode=HydeMode.OFF, legs=frozenset({"dense"}))
+    config = retrieval_config(
+        pool=10, keep=10, hyde_mode=HydeMode.OFF, legs=frozenset({"dense"}), centroid_weight=0.0
+    )
     plain, _ = retriever.search(plan, config)
     favoured, _ = retriever.search(plan, replace(config, lead_bonus=1.0))
     leads_first = sorted(plain, key=lambda c: c.chunk.ordinal != 0)  # stable: store order within each
     assert [c.chunk.id for c in favoured] == [c.chunk.id for c in leads_first]
+
+
+def test_a_dense_leg_weighing_only_centroids_ranks_documents_by_their_centroid(corpus) -> None:
+    question = "global interpreter lock threads"
+    retriever = Retriever(corpus.store, corpus.embedder)
+    config = retrieval_config(pool=10, hyde_mode=HydeMode.OFF, lead_bonus=0.0, centroid_weight=1.0)
+    documents = list(
+        dict.fromkeys(hit.chunk.document_id for hit in retriever.dense(question, config, SearchFilters()))
+    )
+    centroids = corpus.store.document_centroids(documents)
+    vector = corpus.embedder.embed_query(question)
+    assert len(documents) >= 3
+    assert documents == sorted(documents, key=lambda document_id: -float(centroids[document_id] @ vector))

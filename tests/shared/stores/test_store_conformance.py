@@ -211,3 +211,27 @@ def test_neighbours_are_fetched_by_ordinal_in_order_and_only_those_asked(store: 
     write(store, doc, chunks_of(doc, BREAD))
     assert [c.ordinal for c in store.document_chunks(doc.id, [2, 0, 7])] == [0, 2]
     assert store.document_chunks(doc.id, []) == []
+
+
+def test_a_document_centroid_is_the_unit_mean_of_its_own_chunks_vectors(store: VectorStore) -> None:
+    bread, cake = document("bread"), document("cake")
+    write(store, bread, chunks_of(bread, BREAD), first_axis=0)  # axes 0, 1, 2
+    write(store, cake, chunks_of(cake, ["Sponge", "Icing"]), first_axis=5)  # axes 5, 6
+    found = store.document_centroids([cake.id, bread.id, "doc-missing", bread.id])
+    assert set(found) == {bread.id, cake.id}, "a document without chunks is left out"
+    np.testing.assert_allclose(found[bread.id], np.array([1, 1, 1, 0, 0, 0, 0, 0]) / np.sqrt(3), atol=1e-6)
+    np.testing.assert_allclose(found[cake.id], np.array([0, 0, 0, 0, 0, 1, 1, 0]) / np.sqrt(2), atol=1e-6)
+    assert store.document_centroids([]) == {}
+
+
+def test_a_centroid_counts_every_chunk_of_a_document_longer_than_one_fetch(
+    store: VectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("shared.stores.weaviate_store.CENTROID_PAGE", 2)  # Weaviate fetches in pages
+    doc = document("bread")
+    store.replace_documents(
+        [doc], chunks_of(doc, ["a", "b", "c", "d", "e"]), np.stack([axis(0)] * 4 + [axis(1)])
+    )
+    store.refresh_indexes()
+    expected = np.array([4, 1, 0, 0, 0, 0, 0, 0]) / np.sqrt(17)
+    np.testing.assert_allclose(store.document_centroids([doc.id])[doc.id], expected, atol=1e-6)

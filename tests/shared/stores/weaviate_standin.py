@@ -4,7 +4,7 @@ A Weaviate server cannot run on this machine, so this plays the part of the serv
 official client's collection API as ``WeaviateStore`` uses it: objects upserted by UUID in batches,
 filters evaluated from the client's own filter objects (equal, greater/less or equal, contains any,
 like), ``near_vector`` by cosine distance, ``bm25`` scored with Weaviate's defaults (k1 1.2, b 0.75,
-word tokenization, boosted properties), ``fetch_objects``, ``delete_many``, the iterator and the
+word tokenization, boosted properties), ``fetch_objects`` (with offset and vectors), ``delete_many``, the iterator and the
 count. It also records its batches and deletes, so tests can check how the store writes. What it
 cannot show is the server's own behaviour (HNSW recall, its exact BM25 numbers).
 """
@@ -138,9 +138,24 @@ class StandInCollection:
         ranked = sorted(found, key=lambda pair: -pair[1].score)
         return self._found(ranked, limit)
 
-    def _fetch(self, filters: _Filters | None = None, limit: int | None = None, **_: Any) -> Any:
-        found = [(props, SimpleNamespace()) for props, _ in self.objects.values() if matches(filters, props)]
-        return self._found(found, limit)
+    def _fetch(
+        self,
+        filters: _Filters | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        include_vector: bool = False,
+        **_: Any,
+    ) -> Any:
+        found = [(p, v) for p, v in self.objects.values() if matches(filters, p)][offset:]
+        objects = [
+            SimpleNamespace(
+                properties=dict(p),
+                metadata=SimpleNamespace(),
+                vector={"default": v} if include_vector else {},
+            )
+            for p, v in found[:limit]
+        ]
+        return SimpleNamespace(objects=objects)
 
     def _over_all(self, total_count: bool) -> Any:
         return SimpleNamespace(total_count=len(self.objects))
