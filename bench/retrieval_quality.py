@@ -26,9 +26,11 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
+import inspect
 import json
 import math
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -98,14 +100,27 @@ class IndexedCorpus:
 
 
 def build_key(dataset: Dataset, embedder: OnnxEmbedder, settings: Settings) -> str:
-    indexer = hashlib.sha256(b"".join(path.read_bytes() for path in INDEXER_SOURCES)).hexdigest()
+    """The index's cache key: the corpus, the chunking, the embedder, the indexer and the file writer."""
+    sources = (
+        b"".join(path.read_bytes() for path in INDEXER_SOURCES) + inspect.getsource(markdown_file).encode()
+    )
+    indexer = hashlib.sha256(sources).hexdigest()
     material = f"{dataset.digest}:{settings.chunk_tokens}:{settings.chunk_overlap}:{embedder.name}:{indexer}"
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
+HEADING_LIKE = re.compile(r"^( {0,3})#", re.MULTILINE)
+
+
 def markdown_file(row: dict[str, str]) -> str:
-    """The document as an exporter would write it: the title in front matter, then the text."""
-    return f"---\ntitle: {json.dumps(row.get('title') or '')}\n---\n\n{row['text']}\n"
+    """The document as an exporter would write it: the title in front matter, then the text.
+
+    The sets' text is plain text, so a line that starts with ``#`` (a root prompt, a Perl or Python
+    comment) is escaped as Markdown writes a literal ``#`` (``\\#``): unescaped, it would open a
+    heading and a section that the text never had.
+    """
+    text = HEADING_LIKE.sub(r"\1\\#", row["text"])
+    return f"---\ntitle: {json.dumps(row.get('title') or '')}\n---\n\n{text}\n"
 
 
 def index_corpus(dataset: Dataset, cache: Path, embedder: OnnxEmbedder, settings: Settings) -> IndexedCorpus:

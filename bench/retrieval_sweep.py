@@ -190,13 +190,18 @@ def sweep(sets: list[LegSet], label: str, settings: Settings) -> None:
     print_row("lead bonus 0.2, no centroid (former leg)", score(sets, dense_rule(0.2, 0.0)))
     dense = {
         (b, w): score(sets, dense_rule(b, w))
-        for b, w in product([0.0, 0.1, 0.2, 0.3], [0.3, 0.4, 0.5, 0.6, 0.7])
+        for b, w in product([0.0, 0.1, 0.2, 0.25, 0.3], [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
     }
     for (b, w), per_set in dense.items():
         if b == bonus or w == weight:
             print_row(f"lead bonus {b:g}, centroid {w:g}", per_set)
     print_row("same as the product's, fp32 query", score(sets, dense_rule(bonus, weight, "fp32 query")))
     print_held_out("(lead bonus, centroid) held out", dense)
+    reference = score(sets, lambda s, q: s.reference[q])
+    holding = [p for p, per_set in dense.items() if all(per_set[k] >= reference[k] for k in per_set)]
+    if holding:
+        best = max(holding, key=lambda p: sum(dense[p].values()))
+        print_row(f"best mean at or above the reference on every set: {best}", dense[best])
 
     print_header(f"Fusion, chunks {label}", sets)
     print_row(
@@ -208,7 +213,7 @@ def sweep(sets: list[LegSet], label: str, settings: Settings) -> None:
     )
     grid = {
         (b, w, a): score(sets, fused_rule(b, w, a, pool, exact_pool))
-        for b, w, a in product([0.1, 0.2, 0.3], [0.3, 0.4, 0.5, 0.6], [0.7, 0.75, 0.8, 0.85, 0.9])
+        for b, w, a in product([0.2, 0.25, 0.3], [0.0, 0.2, 0.3, 0.4, 0.5, 0.6], [0.7, 0.75, 0.8, 0.85, 0.9])
     }
     for (b, w, a), per_set in grid.items():
         if (b, w) == (bonus, weight) or (b, a) == (bonus, alpha):

@@ -94,10 +94,10 @@ class Settings(BaseSettings):
     fusion_method: Literal["rrf", "alpha"] = "alpha"
     fusion_alpha: float = Field(default=0.8, ge=0.0, le=1.0)
     # Added to the dense score of each document's lead chunk before fusion (0: off).
-    dense_lead_bonus: float = Field(default=0.2, ge=0.0, le=1.0)
+    dense_lead_bonus: float = Field(default=0.25, ge=0.0, le=1.0)
     # A dense hit's share of its document's centroid (the mean of its chunks' vectors) against the
     # chunk's own score (0: the chunk alone).
-    dense_centroid_weight: float = Field(default=0.5, ge=0.0, le=1.0)
+    dense_centroid_weight: float = Field(default=0.3, ge=0.0, le=1.0)
     # The α-blend falls back to dense alone when the first dense leg's and BM25's first
     # ``fusion_guard_top`` documents share fewer than ``fusion_guard_min_shared`` (0: never).
     fusion_guard_top: int = Field(default=10, ge=1)
