@@ -328,7 +328,8 @@ class LanceDBStore:
             .limit(None)
             .to_arrow()
         )
-        vectors = np.asarray(rows.column("vector").to_pylist(), dtype=np.float32)
+        flat = rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        vectors = flat.astype(np.float32).reshape(rows.num_rows, self._dimension)
         return centroids(rows.column("document_id").to_pylist(), vectors)
 
     def count_chunks(self) -> int:
