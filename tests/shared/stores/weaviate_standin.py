@@ -4,9 +4,9 @@ A Weaviate server cannot run on this machine, so this plays the part of the serv
 official client's collection API as ``WeaviateStore`` uses it: objects upserted by UUID in batches,
 filters evaluated from the client's own filter objects (equal, greater/less or equal, contains any,
 like), ``near_vector`` by cosine distance, ``bm25`` scored with Weaviate's defaults (k1 1.2, b 0.75,
-word tokenization, boosted properties), ``fetch_objects`` (with offset and vectors), ``delete_many``, the iterator and the
-count. It also records its batches and deletes, so tests can check how the store writes. What it
-cannot show is the server's own behaviour (HNSW recall, its exact BM25 numbers).
+word tokenization, boosted properties), ``fetch_objects`` (with offset and vectors),
+``delete_many``, the iterator and the count. It also records its batches and deletes, so tests can
+check how the store writes. What it cannot show is the server's own behaviour (HNSW recall, its exact BM25 numbers).
 """
 
 from __future__ import annotations
