@@ -6,7 +6,8 @@ filters evaluated from the client's own filter objects (equal, greater/less or e
 like), ``near_vector`` by cosine distance, ``bm25`` scored with Weaviate's defaults (k1 1.2, b 0.75,
 word tokenization, boosted properties), ``fetch_objects`` (with offset and vectors),
 ``delete_many``, the iterator and the count. It also records its batches and deletes, so tests can
-check how the store writes. What it cannot show is the server's own behaviour (HNSW recall, its exact BM25 numbers).
+check how the store writes. What it cannot show is the server's own behaviour (HNSW recall, its
+exact BM25 numbers).
 """
 
 from __future__ import annotations
