@@ -57,6 +57,10 @@ class VectorStore(Protocol):
     def document_chunks(self, document_id: str, ordinals: list[int]) -> list[Chunk]:
         """The document's chunks with these ordinals (for neighbour expansion)."""
 
+    def documents_chunks(self, document_ids: list[str]) -> dict[str, list[Chunk]]:
+        """Every chunk of each listed document, in ordinal order, read in one query (the exact leg's
+        files). A document without chunks is left out."""
+
     def document_centroids(self, document_ids: list[str]) -> dict[str, np.ndarray]:
         """Each listed document's centroid: the mean of its chunks' stored vectors, scaled to unit
         length. A document without chunks is left out."""

@@ -3,7 +3,7 @@
 A keyword matches as a whole word (case-insensitive): "TED" must not hit every "started"; the words
 of a phrase match across any whitespace, so "rye flour" finds a phrase a line break splits. Files are
 ranked by how many distinct keywords and occurrences they hold, and only the best ``limit`` are read
-back from the store: one store query per file, so a keyword common across a large corpus stays cheap.
+back from the store, all in one query, so a keyword common across a large corpus stays cheap.
 Each match (file, byte offset) becomes a character offset in the document's extracted text and is
 credited to the chunk whose ``[char_start, char_end)`` holds it. Only formats whose extracted text
 is the file's own text (Markdown after its front matter, plain text) can be mapped exactly, so only
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from services.retriever.filters import chunk_passes
 from shared.contracts import Chunk, SearchFilters
-from shared.interfaces import Hit, ManifestEntry, VectorStore
+from shared.interfaces import Hit, VectorStore
 from shared.markdown_source import MARKDOWN_SUFFIXES, split_front_matter
 
 SEARCHED_SUFFIXES = MARKDOWN_SUFFIXES | {".txt"}
@@ -105,8 +105,10 @@ class ExactSearcher:
             return []
         tallies: dict[str, ChunkTally] = {}
         found = {path: m for path, m in self._ripgrep(keywords, list(manifest)).items() if path in manifest}
-        for path in sorted(found, key=lambda p: file_rank(p, found[p]))[:limit]:
-            self._credit(Path(path), manifest[path], found[path], keywords, tallies)
+        best = sorted(found, key=lambda p: file_rank(p, found[p]))[:limit]
+        chunks = self._store.documents_chunks([manifest[path].document_id for path in best])
+        for path in best:
+            self._credit(Path(path), chunks.get(manifest[path].document_id, []), found[path], tallies)
         passing = [t for t in tallies.values() if chunk_passes(t.chunk, filters)]
         passing.sort(key=lambda t: (-t.score, t.chunk.source_uri, t.chunk.ordinal))
         return [Hit(chunk=t.chunk, score=t.score) for t in passing[:limit]]
@@ -134,21 +136,17 @@ class ExactSearcher:
             found[path].append(match)
         return found
 
+    @staticmethod
     def _credit(
-        self,
-        path: Path,
-        entry: ManifestEntry,
-        matches: list[FileMatch],
-        keywords: list[str],
-        tallies: dict[str, ChunkTally],
+        path: Path, chunks: list[Chunk], matches: list[FileMatch], tallies: dict[str, ChunkTally]
     ) -> None:
+        """Credit each match to the chunk of the file's document (``chunks``) that holds it."""
         try:
             raw = path.read_bytes()
             text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError):
             return
         skip = body_offset(text, path)
-        chunks = self._store.document_chunks(entry.document_id, list(range(entry.chunk_count)))
         for match in matches:
             start = len(raw[: match.byte_start].decode("utf-8", errors="replace")) - skip
             length = len(raw[match.byte_start : match.byte_start + match.byte_length].decode("utf-8"))

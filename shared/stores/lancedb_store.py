@@ -317,23 +317,30 @@ class LanceDBStore:
         )
         return sorted((row_chunk(row) for row in rows), key=lambda c: c.ordinal)
 
+    def documents_chunks(self, document_ids: list[str]) -> dict[str, list[Chunk]]:
+        if not document_ids:
+            return {}
+        found: dict[str, list[Chunk]] = {}
+        for row in self._rows_of(document_ids, CHUNK_COLUMNS).to_pylist():
+            found.setdefault(row["document_id"], []).append(row_chunk(row))
+        return {document_id: sorted(chunks, key=lambda c: c.ordinal) for document_id, chunks in found.items()}
+
     def document_centroids(self, document_ids: list[str]) -> dict[str, np.ndarray]:
         if not document_ids:
             return {}
-        wanted = ", ".join(sql_string(document_id) for document_id in dict.fromkeys(document_ids))
-        rows = (
-            self._chunks.search()
-            .where(f"document_id IN ({wanted})")
-            .select(["document_id", "vector"])
-            .limit(None)
-            .to_arrow()
-        )
+        rows = self._rows_of(document_ids, ["document_id", "vector"])
         flat = rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
         vectors = flat.astype(np.float32).reshape(rows.num_rows, self._dimension)
         return centroids(rows.column("document_id").to_pylist(), vectors)
 
     def count_chunks(self) -> int:
         return int(self._chunks.count_rows())
+
+    def _rows_of(self, document_ids: list[str], columns: list[str]) -> pa.Table:
+        """The ``columns`` of every chunk of the listed documents, in one query."""
+        wanted = ", ".join(sql_string(document_id) for document_id in dict.fromkeys(document_ids))
+        query = self._chunks.search().where(f"document_id IN ({wanted})").select(columns).limit(None)
+        return query.to_arrow()
 
     @staticmethod
     def _filtered(query: Any, filters: SearchFilters | None) -> Any:

@@ -11,6 +11,7 @@ development machines).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlparse
@@ -29,7 +30,7 @@ from shared.stores.records import CHUNK_FIELDS, centroids, chunk_counts, manifes
 DOCUMENT_SUFFIX = "Document"
 BM25_PROPERTIES = ["text", "title^2", "heading_path"]
 BATCH_SIZE = 200
-CENTROID_PAGE = 1000  # chunk vectors per fetch when computing document centroids
+FETCH_PAGE = 1000  # chunk objects per fetch when reading whole documents
 CHUNK_PROPERTIES = ["chunk_id", *CHUNK_FIELDS]
 MANIFEST_PROPERTIES = ["document_id", "source_uri", "content_hash", "chunk_count"]
 
@@ -294,25 +295,41 @@ class WeaviateStore:
         )
         return sorted((properties_chunk(o.properties) for o in result.objects), key=lambda c: c.ordinal)
 
+    def documents_chunks(self, document_ids: list[str]) -> dict[str, list[Chunk]]:
+        found: dict[str, list[Chunk]] = {}
+        for stored in self._objects_of(document_ids, CHUNK_PROPERTIES, with_vectors=False):
+            chunk = properties_chunk(stored.properties)
+            found.setdefault(chunk.document_id, []).append(chunk)
+        return {document_id: sorted(chunks, key=lambda c: c.ordinal) for document_id, chunks in found.items()}
+
     def document_centroids(self, document_ids: list[str]) -> dict[str, np.ndarray]:
-        if not document_ids:
-            return {}
-        where = Filter.by_property("document_id").contains_any(list(dict.fromkeys(document_ids)))
         owners: list[str] = []
         rows: list[list[float]] = []
+        for stored in self._objects_of(document_ids, ["document_id"], with_vectors=True):
+            owners.append(stored.properties["document_id"])
+            rows.append(stored_vector(stored.vector))
+        return centroids(owners, np.asarray(rows, dtype=np.float32)) if rows else {}
+
+    def _objects_of(
+        self, document_ids: list[str], properties: list[str], with_vectors: bool
+    ) -> Iterator[Any]:
+        """Every chunk object of the listed documents, fetched ``FETCH_PAGE`` at a time."""
+        if not document_ids:
+            return
+        where = Filter.by_property("document_id").contains_any(list(dict.fromkeys(document_ids)))
+        offset = 0
         while True:
             result = self._chunks.query.fetch_objects(
                 filters=where,
-                limit=CENTROID_PAGE,
-                offset=len(rows),
-                include_vector=True,
-                return_properties=["document_id"],
+                limit=FETCH_PAGE,
+                offset=offset,
+                include_vector=with_vectors,
+                return_properties=properties,
             )
-            for found in result.objects:
-                owners.append(found.properties["document_id"])
-                rows.append(stored_vector(found.vector))
-            if len(result.objects) < CENTROID_PAGE:
-                return centroids(owners, np.asarray(rows, dtype=np.float32))
+            yield from result.objects
+            offset += len(result.objects)
+            if len(result.objects) < FETCH_PAGE:
+                return
 
     def count_chunks(self) -> int:
         return int(self._chunks.aggregate.over_all(total_count=True).total_count or 0)

@@ -227,7 +227,7 @@ def test_a_document_centroid_is_the_unit_mean_of_its_own_chunks_vectors(store: V
 def test_a_centroid_counts_every_chunk_of_a_document_longer_than_one_fetch(
     store: VectorStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("shared.stores.weaviate_store.CENTROID_PAGE", 2)  # Weaviate fetches in pages
+    monkeypatch.setattr("shared.stores.weaviate_store.FETCH_PAGE", 2)  # Weaviate fetches in pages
     doc = document("bread")
     store.replace_documents(
         [doc], chunks_of(doc, ["a", "b", "c", "d", "e"]), np.stack([axis(0)] * 4 + [axis(1)])
@@ -235,3 +235,19 @@ def test_a_centroid_counts_every_chunk_of_a_document_longer_than_one_fetch(
     store.refresh_indexes()
     expected = np.array([4, 1, 0, 0, 0, 0, 0, 0]) / np.sqrt(17)
     np.testing.assert_allclose(store.document_centroids([doc.id])[doc.id], expected, atol=1e-6)
+
+
+def test_whole_documents_are_read_in_ordinal_order_across_fetches(
+    store: VectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("shared.stores.weaviate_store.FETCH_PAGE", 2)  # Weaviate fetches in pages
+    bread, cake, other = document("bread"), document("cake"), document("other")
+    write(store, bread, chunks_of(bread, BREAD), first_axis=0)
+    write(store, cake, chunks_of(cake, ["Sponge", "Icing"]), first_axis=3)
+    write(store, other, chunks_of(other, ["Not asked for"]), first_axis=5)
+    found = store.documents_chunks([cake.id, bread.id, "doc-missing"])
+    assert set(found) == {bread.id, cake.id}, "a document without chunks is left out"
+    assert found[bread.id] == chunks_of(bread, BREAD) and found[cake.id] == chunks_of(
+        cake, ["Sponge", "Icing"]
+    )
+    assert store.documents_chunks([]) == {}
