@@ -44,6 +44,11 @@ class SourceKind(StrEnum):
     HTML = "html"
 
 
+# Kinds whose extracted text is Markdown (HTML is converted to it): headings open sections and
+# indented blocks are code. The others are plain text.
+MARKUP_KINDS = frozenset({SourceKind.MARKDOWN, SourceKind.HTML})
+
+
 class Document(Contract):
     """One indexed file. ``id`` is stable for a path; ``content_hash`` changes with its bytes."""
 

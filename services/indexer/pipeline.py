@@ -27,6 +27,7 @@ from services.indexer.loaders import LoadedDocument, LoadError, SkippedFileError
 from services.indexer.manifest_diff import diff_against_manifest, document_id_for, file_sha256
 from services.indexer.stream import BatchOutcome, PreparedFile, index_batches
 from shared.contracts import (
+    MARKUP_KINDS,
     Chunk,
     Document,
     IndexBatch,
@@ -34,7 +35,6 @@ from shared.contracts import (
     IndexFileTask,
     IndexRequest,
     ScanReport,
-    SourceKind,
 )
 from shared.index_jobs import PathOutsideRootsError, allowed_roots, confine_to_roots
 from shared.interfaces import Embedder, TokenSpans, VectorStore
@@ -42,8 +42,6 @@ from shared.safe_files import RefusedFileError
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
-
-MARKUP_KINDS = (SourceKind.MARKDOWN, SourceKind.HTML)
 
 
 # A scan may delete one vanished document unasked; from this many on, not more than half the root's.

@@ -31,7 +31,7 @@ import numpy as np
 from services.synthesizer.segmentation import Sentence, segment
 from services.synthesizer.source_files import read_source
 from services.synthesizer.text_support import content_words
-from shared.contracts import Candidate, Fact, MapBatch, MapResult, SourceKind
+from shared.contracts import MARKUP_KINDS, Candidate, Fact, MapBatch, MapResult
 from shared.interfaces import Embedder
 
 # Set on pyfaq-dev (all 6,993 sections) and bench/sets/debian-faq behind the product's retrieval: the
@@ -48,7 +48,6 @@ EMBEDDED_PASSAGES = 6
 MAX_EMBEDDED_SENTENCES = 48
 FACTS_PER_PASSAGE = 3
 MIN_SENTENCE_CHARS = 20
-MARKUP_KINDS = frozenset({SourceKind.MARKDOWN, SourceKind.HTML})  # the rest is plain text
 PRONOUNS = frozenset(
     {"it", "its", "this", "that", "these", "those", "they", "their", "them", "he", "she", "such"}
 )
