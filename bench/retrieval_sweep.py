@@ -47,6 +47,7 @@ class LegSet:
     scores: dict[str, np.ndarray]  # by query precision: "int8" (the product's), "fp32 query"
     centroid_scores: dict[str, np.ndarray]  # the same, query × the document of each chunk's centroid
     reference: list[list[str]]  # the whole-document fp32 ranking per query (corpus ids)
+    chunk_centroids: np.ndarray  # row i: the centroid of chunk i's document
 
     @property
     def qrels(self) -> list[dict[str, int]]:
@@ -59,15 +60,16 @@ def load(path: Path) -> LegSet:
     doc_of_chunk = [to_id[name] for name in dump["files"]]
     vectors = dump["vectors"].T
     scores = {kind: dump[key] @ vectors for kind, key in QUERY_VECTORS.items()}
-    chunk_centroids = centroid_of_chunk(doc_of_chunk, dump["vectors"]).T
+    chunk_centroids = centroid_of_chunk(doc_of_chunk, dump["vectors"])
     centroid_scores = {
-        "int8": dump["q_int8"] @ chunk_centroids,
-        "fp32 query": dump["q_fp32"] @ chunk_centroids,
+        "int8": dump["q_int8"] @ chunk_centroids.T,
+        "fp32 query": dump["q_fp32"] @ chunk_centroids.T,
     }
     names = [to_id[name] for name in dump["reference_names"]]
     reference_scores = dump["q_fp32"] @ dump["reference_vectors"].T
     reference = [[names[i] for i in np.argsort(-row)[:100]] for row in reference_scores]
-    return LegSet(dump["set"], dump, doc_of_chunk, dump["ordinals"], scores, centroid_scores, reference)
+    parts = (doc_of_chunk, dump["ordinals"], scores, centroid_scores, reference, chunk_centroids)
+    return LegSet(dump["set"], dump, *parts)
 
 
 def centroid_of_chunk(doc_of_chunk: list[str], vectors: np.ndarray) -> np.ndarray:
@@ -77,13 +79,25 @@ def centroid_of_chunk(doc_of_chunk: list[str], vectors: np.ndarray) -> np.ndarra
 
 
 def dense_leg(s: LegSet, q: int, pool: int, bonus: float, centroid_weight: float, kind: str = "int8") -> Leg:
-    """The store's ``pool`` best chunks, each scored ``(1 - w) × (cosine + bonus for a lead chunk) +
-    w × the document centroid's cosine``, re-sorted."""
-    row, whole = s.scores[kind][q], s.centroid_scores[kind][q]
-    top = np.argsort(-row, kind="stable")[:pool]
-    own = row[top] + np.where(s.ordinals[top] == 0, bonus, 0.0)
-    blended = (1 - centroid_weight) * own + centroid_weight * whole[top]
+    """The store's ``pool`` best chunks for question ``q``, scored by :func:`in_documents`, re-sorted."""
+    return leg_of(s, s.scores[kind][q], s.centroid_scores[kind][q], pool, bonus, centroid_weight)
+
+
+def leg_of(s: LegSet, cosines: np.ndarray, whole: np.ndarray, pool: int, bonus: float, weight: float) -> Leg:
+    """The ``pool`` chunks of highest ``cosines`` (one per chunk; ``whole``: to each chunk's
+    document centroid), scored by :func:`in_documents`, best first."""
+    top = np.argsort(-cosines, kind="stable")[:pool]
+    blended = in_documents(s, cosines, whole, top, bonus, weight)
     return sorted(zip(top.tolist(), blended.tolist(), strict=True), key=lambda item: -item[1])
+
+
+def in_documents(
+    s: LegSet, cosines: np.ndarray, whole: np.ndarray, chunks: np.ndarray, bonus: float, weight: float
+) -> np.ndarray:
+    """The product's dense score of ``chunks``: ``(1 - w) × (cosine + bonus for a lead chunk) + w ×
+    the document centroid's cosine`` (``services.retriever.fusion.in_documents``)."""
+    own = cosines[chunks] + np.where(s.ordinals[chunks] == 0, bonus, 0.0)
+    return (1 - weight) * own + weight * whole[chunks]
 
 
 def min_max(leg: Leg) -> dict[int, float]:
