@@ -38,6 +38,7 @@ from bench.retrieval_sweep import (
     Scores,
     alpha_blend,
     dense_leg,
+    dense_rule,
     documents,
     in_documents,
     leg_of,
@@ -211,8 +212,9 @@ def mean_ndcg(questions: Sequence[Candidates], weights: np.ndarray, columns: Seq
 def ascend(training: Sequence[Sequence[Candidates]], columns: Sequence[int], start: np.ndarray) -> np.ndarray:
     """Coordinate ascent on the mean over the training sets of their nDCG@10: each weight in turn
     moves to the best of ``±1..10`` steps from where it stands (a line search, so a plateau of
-    equal rankings is crossed), the steps finer each round, until no move gains. The first weight
-    (dense) stays as it starts, since scaling every weight changes no ranking."""
+    equal rankings is crossed), with each of :data:`ASCENT_STEPS` from coarse to fine, the whole
+    pass repeated until no move gains. The first weight (dense) stays as it starts, since scaling
+    every weight changes no ranking."""
 
     def objective(weights: np.ndarray) -> float:
         return sum(mean_ndcg(questions, weights, columns) for questions in training) / len(training)
@@ -254,13 +256,7 @@ def oracle_alpha(rules: Rules) -> Callable[[LegSet, int], float]:
 def report(sets: list[LegSet], rules: Rules) -> None:
     print_header("Fusion of the product's legs: what they can reach (nDCG@10)", sets)
     print_row("whole-document fp32 (reference)", score(sets, lambda s, q: s.reference[q]))
-    dense = score(
-        sets,
-        lambda s, q: documents(
-            [i for i, _ in dense_leg(s, q, 200, rules.bonus, rules.centroid_weight)], s.doc_of_chunk
-        ),
-    )
-    print_row("the product's dense leg", dense)
+    print_row("the product's dense leg", score(sets, dense_rule(rules.bonus, rules.centroid_weight)))
     print_row(f"the product's fusion (α {rules.alpha:g})", score(sets, rules.fused))
     print_row("every candidate scored by the dense rule", score(sets, union_scored(rules)))
     for first, beta in [(1, 0.25), (3, 0.25), (3, 0.5)]:
