@@ -1,5 +1,6 @@
 """``bench/retrieval_sweep.py`` applies the product's rules to dumped legs: its product rows must be
-what ``bench/retrieval_quality.py`` measures through the retriever itself, on the same cached index.
+what ``bench/retrieval_quality.py`` measures through the retriever itself, on the same cached index,
+and ``bench/fusion_ceiling.py`` starts from those same rows.
 
 Two generated sets over one corpus: one whose questions name their gold document's made-up word, one
 whose gold documents are all the wrong ones, so the scores are not all 1 and agreement means
