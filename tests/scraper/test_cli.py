@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from cli.main import import_app, scrape_app
 from shared.settings import get_settings
+from testing.processes import free_port
 from tests.scraper.conftest import CHROMIUM
 from tests.scraper.test_imports import data_export
 
@@ -18,6 +19,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HINDSIGHT_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("HINDSIGHT_PERPLEXITY_STATE", str(tmp_path / "nowhere" / "state.json"))
     monkeypatch.setenv("HINDSIGHT_CHROMIUM_PATH", str(tmp_path / "no-chromium"))
+    # No gateway listens there: a stack the developer left running on the default port is not this test's.
+    monkeypatch.setenv("HINDSIGHT_GATEWAY_URL", f"http://127.0.0.1:{free_port()}")
     get_settings.cache_clear()
     yield tmp_path
     get_settings.cache_clear()
