@@ -37,6 +37,7 @@ from bench.retrieval_sweep import (
     LegSet,
     Scores,
     alpha_blend,
+    best_lexical,
     dense_leg,
     dense_rule,
     documents,
@@ -132,21 +133,13 @@ def union_scored(rules: Rules) -> Callable[[LegSet, int], list[str]]:
 
     def rule(s: LegSet, q: int) -> list[str]:
         _, lexical, union, scaled = scored_union(s, q, rules)
-        best_lexical = lexical_parts(lexical)
+        lexical_part = best_lexical(lexical)
         blended = rules.alpha * scaled + (1 - rules.alpha) * np.array(
-            [best_lexical.get(i, 0.0) for i in union]
+            [lexical_part.get(i, 0.0) for i in union]
         )
         return documents(union[np.argsort(-blended, kind="stable")].tolist(), s.doc_of_chunk)
 
     return rule
-
-
-def lexical_parts(lexical: Sequence[Leg]) -> dict[int, float]:
-    best: dict[int, float] = {}
-    for leg in lexical:
-        for i, v in min_max(leg).items():
-            best[i] = max(best.get(i, 0.0), v)
-    return best
 
 
 def dense_feedback(rules: Rules, first: int, beta: float) -> Callable[[LegSet, int], list[str]]:

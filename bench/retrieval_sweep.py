@@ -110,14 +110,19 @@ def min_max(leg: Leg) -> dict[int, float]:
 
 def alpha_blend(dense: Leg, lexical: Sequence[Leg], alpha: float) -> list[int]:
     """``alpha * dense + (1 - alpha) * best lexical`` over min-max scaled legs; chunk numbers, best first."""
-    scaled = min_max(dense)
-    best_lexical: dict[int, float] = {}
-    for leg in lexical:
-        for i, s in min_max(leg).items():
-            best_lexical[i] = max(best_lexical.get(i, 0.0), s)
+    scaled, lexical_part = min_max(dense), best_lexical(lexical)
     order = list(dict.fromkeys([i for i, _ in dense] + [i for leg in lexical for i, _ in leg]))
-    fused = {i: alpha * scaled.get(i, 0.0) + (1 - alpha) * best_lexical.get(i, 0.0) for i in order}
+    fused = {i: alpha * scaled.get(i, 0.0) + (1 - alpha) * lexical_part.get(i, 0.0) for i in order}
     return sorted(order, key=lambda i: -fused[i])
+
+
+def best_lexical(lexical: Sequence[Leg]) -> dict[int, float]:
+    """Each chunk's best min-max scaled score over the lexical legs (BM25, exact)."""
+    best: dict[int, float] = {}
+    for leg in lexical:
+        for i, value in min_max(leg).items():
+            best[i] = max(best.get(i, 0.0), value)
+    return best
 
 
 def documents(chunks: Sequence[int], doc_of_chunk: Sequence[str]) -> list[str]:
