@@ -251,6 +251,22 @@ def trained_reranker(settings: Settings) -> tuple[Reranker | None, str]:
     return reranker, label
 
 
+def product_candidates(
+    corpus: IndexedCorpus, embedder: OnnxEmbedder, llm: CachedJsonLLM | None, settings: Settings
+) -> Callable[[str], list[Candidate]]:
+    """The product's path for a question: rules plan (no LLM planner here), every leg at the product's
+    pool, HyDE by its mode, fused; the whole fused list, not only the reranker's inputs."""
+    idf = StoreIdf(corpus.store)
+    full = Retriever(corpus.store, embedder, ExactSearcher(corpus.store, find_rg(settings.rg_path)), llm)
+    product = RetrievalConfig.from_settings(settings, Strategy.PRECISE)
+
+    def candidates(query: str) -> list[Candidate]:
+        plan = rule_based_plan(query, idf, settings.exact_max_keywords)
+        return full.search(plan, replace(product, keep=product.pool * 4))[0]
+
+    return candidates
+
+
 def build_runs(
     corpus: IndexedCorpus,
     embedder: OnnxEmbedder,
@@ -284,11 +300,7 @@ def build_runs(
     def by_candidates(candidates: list[Candidate]) -> list[str]:
         return [Path(candidate.chunk.source_uri).name for candidate in candidates]
 
-    @functools.cache
-    def pipeline_candidates(query: str) -> list[Candidate]:
-        """The product's path: rules plan (no LLM planner here), every leg at the product's pool, HyDE
-        by its mode, fused; the whole fused list, not only the reranker's inputs."""
-        return full.search(rules(query), replace(product, keep=product.pool * 4))[0]
+    pipeline_candidates = functools.cache(product_candidates(corpus, embedder, llm, settings))
 
     def reranked(query: str) -> list[str]:
         """The reranker's inputs (the fused head) in its order, then the rest of the pool after."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.evalsets.sections import Section
+from provisioning.manuals.sections import Section
 
 
 def relevant_sections(sections: list[Section], position: int) -> list[int] | str:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench.evalsets.answers import relevant_sections
 from bench.evalsets.catalog import EvalSetSpec, Source
-from bench.evalsets.sections import Section
+from provisioning.manuals.sections import Section
 
 INFO_INDIRECT = re.compile(r"^(\S+): \d+$", re.MULTILINE)
 

@@ -10,14 +10,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from bench.evalsets.readers import (
+from provisioning.manuals.readers import (
     DOCBOOK_TEXT,
     ZSH_FAQ_TEXT,
     info_sections,
     numbered_text_sections,
     pod_sections,
 )
-from bench.evalsets.sections import Section
+from provisioning.manuals.sections import Section
 
 Reader = Callable[[str, str], list[Section]]
 

@@ -22,8 +22,8 @@ import pytest
 from bench.evalsets.answers import relevant_sections
 from bench.evalsets.beir import MissingPackageError, build
 from bench.evalsets.catalog import SETS, EvalSetSpec, Source, docbook_text
-from bench.evalsets.readers import info_sections, pod_sections
-from bench.evalsets.sections import Section, section_body
+from provisioning.manuals.readers import info_sections, pod_sections
+from provisioning.manuals.sections import Section, section_body
 from tests.conftest import REPO
 
 SETS_DIR = REPO / "bench" / "sets"

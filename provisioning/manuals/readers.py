@@ -10,7 +10,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from bench.evalsets.sections import Section, section_body
+from provisioning.manuals.sections import Section, section_body
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,95 @@
+"""Which Debian packages the cross-encoder learns from, and reading their manuals as sections.
+
+No package any evaluation set is built from is trained on (``EVALUATION_PACKAGES``: the sets in
+``bench/sets`` and pyfaq-dev, and the packages held back for evaluation elsewhere); ``check_disjoint``
+refuses a list that names one.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import subprocess
+from pathlib import Path
+
+from provisioning.manuals.faqs import faq_sections
+from provisioning.manuals.manpages import manpage_sections, render_manpage
+from provisioning.manuals.readers import info_sections
+from provisioning.manuals.sections import Section
+
+# Info manuals, manual pages and FAQs of everyday tools and of large GNU manuals (Debian 12, main).
+TRAINING_PACKAGES = (
+    "apt", "automake", "bash", "bash-doc", "bc", "binutils", "binutils-doc", "bzip2", "coreutils",
+    "cpio", "cron", "curl", "diffutils", "dpkg", "e2fsprogs", "ed", "file", "findutils", "gawk",
+    "gettext", "global", "gnupg", "gnuplot-doc", "gnutls-doc", "grep", "guile-3.0-doc", "gzip",
+    "indent", "iproute2", "iptables", "less", "libtool-doc", "lsof", "m4", "mailutils-doc", "make",
+    "man-db", "mawk", "maxima-doc", "mount", "mtools", "nano", "netcat-openbsd", "nftables",
+    "octave-doc", "openssh-client", "openssl", "parted-doc", "patch", "procps", "psmisc", "rsync",
+    "screen", "sed", "sharutils", "socat", "strace", "systemd", "tar", "texinfo", "time", "tmux",
+    "units", "util-linux", "valgrind", "wget", "xz-utils",
+)  # fmt: skip
+# The evaluation sets' packages (bench/sets, pyfaq-dev's Python documentation) and those held back for
+# evaluation elsewhere: never trained on.
+EVALUATION_PACKAGES = (
+    "debian-faq", "debian-reference-en", "r-doc-info", "perl-doc", "zsh-common", "zsh-doc",
+    "python3.11-doc", "python3-doc", "fetchmail", "ffmpeg-doc", "git-doc", "sqlite3-doc", "sudo",
+)  # fmt: skip
+INFO_INDIRECT = re.compile(r"^(\S+): \d+$", re.MULTILINE)
+FAQ_NAME = re.compile(r"faq", re.IGNORECASE)
+
+
+def check_disjoint(packages: tuple[str, ...]) -> None:
+    overlap = sorted(set(packages) & set(EVALUATION_PACKAGES))
+    if overlap:
+        raise ValueError(f"training packages include evaluation packages: {', '.join(overlap)}")
+
+
+def unpack_packages(debs: Path, root: Path, packages: tuple[str, ...] = TRAINING_PACKAGES) -> list[str]:
+    """``apt-get download`` each package into ``debs`` (kept: a second run reuses them) and unpack it
+    under ``root``; returns ``name version`` for each, the record of what was trained on."""
+    check_disjoint(packages)
+    debs.mkdir(parents=True, exist_ok=True)
+    missing = [p for p in packages if not list(debs.glob(f"{p}_*.deb"))]
+    if missing:
+        subprocess.run(["apt-get", "download", *missing], cwd=debs, check=True, capture_output=True)
+    versions = []
+    for package in packages:
+        deb = sorted(debs.glob(f"{package}_*.deb"))[-1]
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
+        versions.append(" ".join(deb.name.split("_")[:2]))
+    return versions
+
+
+def read_text(path: Path) -> str:
+    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    return raw.decode("utf-8", errors="replace")
+
+
+def info_manual(path: Path) -> str:
+    """A manual's whole Info text: a split manual's parts appended in order."""
+    text = read_text(path)
+    if "\x1f\nIndirect:\n" in text:
+        table = text.split("\x1f\nIndirect:\n", 1)[1].split("\x1f", 1)[0]
+        suffix = ".gz" if path.suffix == ".gz" else ""
+        text += "".join(read_text(path.parent / f"{part}{suffix}") for part in INFO_INDIRECT.findall(table))
+    return text
+
+
+def manual_sections(root: Path) -> dict[str, list[Section]]:
+    """Sections of every Info manual, English manual page and plain-text FAQ under ``root``,
+    by document (``info:NAME``, ``man:NAME.N``, ``faq:PATH``)."""
+    documents: dict[str, list[Section]] = {}
+    share = root / "usr" / "share"
+    for path in sorted(share.glob("info/**/*.info*")):
+        if re.search(r"\.info-\d+", path.name):
+            continue  # a part of a split manual, read with its head
+        name = f"info:{path.name.split('.info')[0]}"
+        documents[name] = info_sections(name, info_manual(path))
+    for path in sorted(share.glob("man/man[158]/*")):
+        name = f"man:{path.name.removesuffix('.gz')}"
+        documents[name] = manpage_sections(name, render_manpage(path))
+    for path in sorted(share.glob("doc/**/*")):
+        if path.is_file() and FAQ_NAME.search(path.name) and path.suffix in ("", ".gz", ".txt"):
+            name = f"faq:{path.relative_to(share / 'doc')}"
+            documents[name] = faq_sections(name, read_text(path))
+    return {name: sections for name, sections in documents.items() if sections}
