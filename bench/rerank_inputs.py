@@ -40,7 +40,10 @@ def main() -> None:
             search = product_candidates(corpus, embedder, None, settings)
             foreign = datasets[(number + 1) % len(datasets)]
             asked = [(qid, text, True) for qid, text in sorted(dataset.queries.items())]
-            asked += [(f"foreign:{qid}", text, False) for qid, text in sorted(foreign.queries.items())[: args.foreign]]
+            asked += [
+                (f"foreign:{qid}", text, False)
+                for qid, text in sorted(foreign.queries.items())[: args.foreign]
+            ]
             for qid, text, answerable in asked:
                 candidates = search(text)
                 documents = corpus.chunk_documents([Path(c.chunk.source_uri).name for c in candidates])
@@ -49,7 +52,10 @@ def main() -> None:
                     "qid": qid,
                     "query": text,
                     "answerable": answerable,
-                    "head": [{"doc": d, "text": c.text} for d, c in zip(documents[:keep], candidates[:keep])],
+                    "head": [
+                        {"doc": d, "text": c.text}
+                        for d, c in zip(documents[:keep], candidates[:keep], strict=True)
+                    ],
                     "tail": documents[keep:],
                     "qrels": dataset.qrels.get(qid, {}) if answerable else {},
                 }

@@ -1,11 +1,11 @@
 """Install Hindsight's own cross-encoder from the weights that ship with the project.
 
-``provisioning/weights/reranker/encoder.safetensors`` holds every weight of the fine-tuned model but
+``provisioning/weights/reranker/encoder-NN.safetensors`` hold every weight of the fine-tuned model but
 the word embeddings, which stay as the packaged all-MiniLM-L6-v2 has them (training kept them
 frozen); ``training.json`` beside it records how it was trained and what it scored. Joined again, the
 model is exported to ONNX and quantised and verified like any other cross-encoder
-(``reranker.quantize_and_verify``); the answerability threshold calibrated for it
-(``ANSWERABLE_LOGIT``) is written into its provenance, where the reranker reads it.
+(``reranker.quantize_and_verify``); the cuts calibrated for it (``CALIBRATED_CUTS``) are written
+into its provenance, where the reranker reads them.
 Training: ``provisioning.reranker_training``; figures: docs/decisions/reranker-training.md.
 """
 
@@ -20,7 +20,9 @@ from provisioning.reranker import CONFIG_FILE, ProvisionReport, quantize_and_ver
 from services.reranker.cross_encoder import MODEL_FILES, PROVENANCE_FILE, TOKENIZER_FILE
 
 WEIGHTS_DIR = Path(__file__).parent / "weights" / "reranker"
-WEIGHTS_FILE = "encoder.safetensors"
+WEIGHTS_GLOB = "encoder-*.safetensors"
+# Written by bench/answerability.py into training.json; the reranker reads them from the provenance.
+CALIBRATED_CUTS = ("keep_logit", "answerable_logit")
 TRAINED_NAME = "hindsight-reranker-v1 (MiniLM-L6 fine-tuned on Debian manuals)"
 
 
@@ -29,11 +31,12 @@ class WeightsMismatchError(RuntimeError):
 
 
 def shipped_weights() -> Path | None:
-    path = WEIGHTS_DIR / WEIGHTS_FILE
-    return path if path.exists() else None
+    """The folder of the shipped weights, or None when the project ships none."""
+    return WEIGHTS_DIR if list(WEIGHTS_DIR.glob(WEIGHTS_GLOB)) else None
 
 
 def trained_model(weights: Path) -> object:
+    """``weights``: a folder of ``encoder-NN.safetensors`` parts."""
     """The packaged MiniLM as a one-logit classifier, every weight but the word embeddings replaced."""
     import torch
     from safetensors.torch import load_file
@@ -42,7 +45,11 @@ def trained_model(weights: Path) -> object:
     model = AutoModelForSequenceClassification.from_pretrained(
         str(packaged_minilm_dir()), num_labels=1, attn_implementation="eager"
     ).eval()
-    state = {name: tensor.to(torch.float32) for name, tensor in load_file(str(weights)).items()}
+    state = {
+        name: tensor.to(torch.float32)
+        for part in sorted(weights.glob(WEIGHTS_GLOB))
+        for name, tensor in load_file(str(part)).items()
+    }
     missing, unexpected = model.load_state_dict(state, strict=False)
     left = [name for name in missing if "word_embeddings" not in name]
     if left or unexpected:
@@ -54,18 +61,17 @@ def build_trained(model_dir: Path, weights: Path | None = None) -> ProvisionRepo
     """Export, quantise and verify the trained cross-encoder into ``model_dir``."""
     weights = weights or shipped_weights()
     if weights is None:
-        raise FileNotFoundError(f"no trained weights at {WEIGHTS_DIR / WEIGHTS_FILE}")
+        raise FileNotFoundError(f"no trained weights in {WEIGHTS_DIR}")
     model_dir.mkdir(parents=True, exist_ok=True)
     export_encoder_onnx(trained_model(weights), model_dir / MODEL_FILES["fp32"])
     source = packaged_minilm_dir()
     for file in (TOKENIZER_FILE, CONFIG_FILE):
         shutil.copy(source / file, model_dir / file)
     report = quantize_and_verify(model_dir, TRAINED_NAME)
-    training = weights.parent / "training.json"
-    calibrated = json.loads(training.read_text()).get("answerable_logit") if training.exists() else None
-    if calibrated is not None:
-        provenance = model_dir / PROVENANCE_FILE
-        record = json.loads(provenance.read_text())
-        record["answerable_logit"] = calibrated
-        provenance.write_text(json.dumps(record, indent=1))
+    training = weights / "training.json"
+    cuts = json.loads(training.read_text()) if training.exists() else {}
+    provenance = model_dir / PROVENANCE_FILE
+    record = json.loads(provenance.read_text())
+    record.update({key: cuts[key] for key in CALIBRATED_CUTS if key in cuts})
+    provenance.write_text(json.dumps(record, indent=1))
     return report

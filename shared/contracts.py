@@ -291,6 +291,12 @@ class RerankOutcome(Contract):
     fallback_k: int
     used_fallback: bool
     model: str | None
+    top_score: float | None = Field(default=None, description="the best candidate's logit")
+    answerable: bool | None = Field(
+        default=None,
+        description="whether the best logit reaches the model's answerability cut; None: no model "
+        "with a calibrated cut scored the candidates",
+    )
 
 
 class RerankerStatus(Contract):

@@ -115,7 +115,12 @@ class Settings(BaseSettings):
 
     # Reranking
     rerank_batch_size: int = Field(default=64, ge=1)
-    rerank_threshold: float = -5.0
+    # The cut on the cross-encoder's logit: None takes the provisioned model's own calibrated cut
+    # (its provenance's ``keep_logit``), else -5.0, the ms-marco models' scale.
+    rerank_threshold: float | None = None
+    # The top logit under which no passage answers the question ("nothing found"): None takes the
+    # model's calibrated ``answerable_logit``; a model without one never refuses.
+    rerank_answerable_logit: float | None = None
     rerank_fallback_k: int = 20
     # int8 exists only once provisioning verified it against fp32; ``auto`` serves whichever verified
     # precision provisioning measured fastest on this machine.

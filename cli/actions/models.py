@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cli.console import console
 from shared.settings import get_settings
 
+if TYPE_CHECKING:
+    from provisioning.reranker import ProvisionReport
+
 
 def prepare_models(standin_reranker: bool, force: bool) -> None:
-    """Export and quantise the embedder; quantise the provisioned cross-encoder (or build a stand-in)."""
-    from provisioning import reranker, standin
+    """Export and quantise the embedder; quantise the provisioned cross-encoder, else build the
+    project's own trained one from the weights it ships (or, asked for, the stand-in)."""
+    from provisioning import reranker, standin, trained_reranker
     from provisioning.embedder import prepare_embedder
 
     settings = get_settings()
     figures = prepare_embedder(settings.embedder_dir, force=force)
     console.print(f"embedder ready at {settings.embedder_dir}: int8 vs fp32 cosine {figures}")
-    result = (
-        standin.build_standin(settings.reranker_dir)
-        if standin_reranker
-        else reranker.prepare(settings.reranker_dir)
-    )
+    result: ProvisionReport | None
+    if standin_reranker:
+        result = standin.build_standin(settings.reranker_dir)
+    else:
+        result = reranker.prepare(settings.reranker_dir)
+        if result is None and trained_reranker.shipped_weights() is not None:
+            result = trained_reranker.build_trained(settings.reranker_dir)
     if result is None:
         console.print(
             f"no cross-encoder at {settings.reranker_dir}: run `hindsight models pull` "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from provisioning.manuals.sections import Section, section_body
 
-HEADING = re.compile(r"^(?:   )?(\S.*?)\s*$")
+HEADING = re.compile(r"^(?:   )?(\S.*)$")  # matched against the line without its trailing spaces
 PAGE_HEADER = re.compile(r"^\S+\(\w+\)\s")  # "GREP(1)   General Commands Manual   GREP(1)"
 
 
@@ -34,6 +34,7 @@ def manpage_sections(document: str, text: str) -> list[Section]:
     sections: list[Section] = []
     chapter, heading, body = "", "", list[str]()
     for line in text.splitlines():
+        line = line.rstrip()
         found = HEADING.match(line) if not line.startswith("    ") else None
         if found is None or PAGE_HEADER.match(line):
             if heading:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import gzip
 import re
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from provisioning.manuals.faqs import faq_sections
+from provisioning.manuals.html import html_sections
 from provisioning.manuals.manpages import manpage_sections, render_manpage
 from provisioning.manuals.readers import info_sections
 from provisioning.manuals.sections import Section
@@ -26,7 +28,8 @@ TRAINING_PACKAGES = (
     "man-db", "mawk", "maxima-doc", "mount", "mtools", "nano", "netcat-openbsd", "nftables",
     "octave-doc", "openssh-client", "openssl", "parted-doc", "patch", "procps", "psmisc", "rsync",
     "screen", "sed", "sharutils", "socat", "strace", "systemd", "tar", "texinfo", "time", "tmux",
-    "units", "util-linux", "valgrind", "wget", "xz-utils",
+    "units", "util-linux", "valgrind", "wget", "xz-utils", "manpages",
+    "postgresql-doc-15", "apache2-doc", "nginx-doc",
 )  # fmt: skip
 # The evaluation sets' packages (bench/sets, pyfaq-dev's Python documentation) and those held back for
 # evaluation elsewhere: never trained on.
@@ -76,8 +79,10 @@ def info_manual(path: Path) -> str:
 
 
 def manual_sections(root: Path) -> dict[str, list[Section]]:
-    """Sections of every Info manual, English manual page and plain-text FAQ under ``root``,
-    by document (``info:NAME``, ``man:NAME.N``, ``faq:PATH``)."""
+    """Sections of every Info manual, English manual page (commands, files, overviews and
+    administration: sections 1, 5, 7 and 8), plain-text FAQ and HTML page (English
+    where a page comes in several languages) under ``root``, by document (``info:NAME``,
+    ``man:NAME.N``, ``faq:PATH``, ``html:PATH``)."""
     documents: dict[str, list[Section]] = {}
     share = root / "usr" / "share"
     for path in sorted(share.glob("info/**/*.info*")):
@@ -85,11 +90,16 @@ def manual_sections(root: Path) -> dict[str, list[Section]]:
             continue  # a part of a split manual, read with its head
         name = f"info:{path.name.split('.info')[0]}"
         documents[name] = info_sections(name, info_manual(path))
-    for path in sorted(share.glob("man/man[158]/*")):
-        name = f"man:{path.name.removesuffix('.gz')}"
-        documents[name] = manpage_sections(name, render_manpage(path))
+    pages = sorted(share.glob("man/man[1578]/*"))
+    with ThreadPoolExecutor(max_workers=4) as pool:  # man and groff run in processes of their own
+        for path, text in zip(pages, pool.map(render_manpage, pages), strict=True):
+            name = f"man:{path.name.removesuffix('.gz')}"
+            documents[name] = manpage_sections(name, text)
     for path in sorted(share.glob("doc/**/*")):
         if path.is_file() and FAQ_NAME.search(path.name) and path.suffix in ("", ".gz", ".txt"):
             name = f"faq:{path.relative_to(share / 'doc')}"
             documents[name] = faq_sections(name, read_text(path))
+        elif path.is_file() and (path.suffix == ".html" or path.name.endswith(".html.en")):
+            name = f"html:{path.relative_to(share / 'doc')}"
+            documents[name] = html_sections(name, path.read_bytes())
     return {name: sections for name, sections in documents.items() if sections}

@@ -55,6 +55,17 @@ def _provenance(model_dir: Path) -> dict[str, object]:
     return json.loads(provenance.read_text()) if provenance.exists() else {}
 
 
+HUB_KEEP_LOGIT = -5.0  # the ms-marco cross-encoders' cut, for a model that records none
+
+
+def calibrated_cuts(model_dir: Path) -> tuple[float, float | None]:
+    """The provisioned model's keep cut and answerability cut (None when it was not calibrated)."""
+    provenance = _provenance(model_dir)
+    keep = provenance.get("keep_logit", HUB_KEEP_LOGIT)
+    answerable = provenance.get("answerable_logit")
+    return float(keep), (float(answerable) if answerable is not None else None)  # type: ignore[arg-type]
+
+
 def model_label(model_dir: Path) -> str:
     """The model's name as provisioned; a stand-in says so."""
     return str(_provenance(model_dir).get("name", model_dir.name))

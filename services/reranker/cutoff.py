@@ -13,9 +13,11 @@ def select_candidates(
     threshold: float,
     fallback_k: int,
     model: str,
+    answerable_logit: float | None = None,
 ) -> tuple[list[Candidate], RerankOutcome]:
     """Candidates with ``logit >= threshold`` by descending logit; if none pass, the first
-    ``fallback_k`` in fused order (their logits still recorded)."""
+    ``fallback_k`` in fused order (their logits still recorded). With ``answerable_logit``, the
+    outcome says whether the best logit reaches it (whether any passage answers the question)."""
     scored = [
         candidate.model_copy(update={"rerank_score": float(logit)})
         for candidate, logit in zip(candidates, logits, strict=True)
@@ -26,7 +28,12 @@ def select_candidates(
     passing = [scored[i] for i in order]
     used_fallback = not passing and bool(scored)
     kept = scored[:fallback_k] if used_fallback else passing
-    return kept, outcome_of(len(candidates), kept, threshold, fallback_k, used_fallback, model)
+    outcome = outcome_of(len(candidates), kept, threshold, fallback_k, used_fallback, model)
+    if len(logits):
+        top = float(np.max(logits))
+        answerable = None if answerable_logit is None else top >= answerable_logit
+        outcome = outcome.model_copy(update={"top_score": top, "answerable": answerable})
+    return kept, outcome
 
 
 def outcome_of(
@@ -55,6 +62,8 @@ def describe(outcome: RerankOutcome) -> str:
         f"Reranked {outcome.received} -> {outcome.kept} "
         f"(threshold {outcome.threshold}, fallback to top-{outcome.fallback_k})"
     )
+    if outcome.answerable is False:
+        line += f" - no passage answers (best {outcome.top_score:.2f})"
     return line + (" - fallback used" if outcome.used_fallback else "")
 
 

@@ -6,7 +6,7 @@ import logging
 import time
 
 from services.reranker.batcher import MicroBatcher
-from services.reranker.cross_encoder import CrossEncoder
+from services.reranker.cross_encoder import CrossEncoder, calibrated_cuts
 from services.reranker.cutoff import describe, pass_through, select_candidates
 from services.reranker.health import worker_name
 from shared.contracts import Candidate, RerankerStatus, RerankOutcome
@@ -20,7 +20,10 @@ class Reranker:
     """One per worker process: loads the session once and keeps it warm."""
 
     def __init__(self, settings: Settings) -> None:
-        self.threshold = settings.rerank_threshold
+        keep, answerable = calibrated_cuts(settings.reranker_dir)
+        self.threshold = settings.rerank_threshold if settings.rerank_threshold is not None else keep
+        override = settings.rerank_answerable_logit
+        self.answerable_logit = override if override is not None else answerable
         self.fallback_k = settings.rerank_fallback_k
         self.encoder: CrossEncoder | None = None
         self.batcher: MicroBatcher | None = None
@@ -57,7 +60,7 @@ class Reranker:
         else:
             logits = self.batcher.score(question, [c.text for c in candidates])
             kept, outcome = select_candidates(
-                candidates, logits, self.threshold, self.fallback_k, self.encoder.name
+                candidates, logits, self.threshold, self.fallback_k, self.encoder.name, self.answerable_logit
             )
         log.info("%s (%.0f ms)", describe(outcome), (time.perf_counter() - started) * 1000)
         return kept, outcome

@@ -2,7 +2,9 @@
 
 Without an LLM the selection is ``answer_selection``'s (the best sentence, one per unanswered part of
 the question, no near-duplicates); with one, facts loosely relevant to the question, the best per
-document. When no sentence survives, the answer says so and names the closest sources instead.
+document. When no sentence survives, or the cross-encoder's best logit is under its calibrated
+answerability cut (``RerankOutcome.answerable``), the answer says so and names the closest sources
+instead.
 
 Citations are numbered in order of first appearance among the sentences that survived verification,
 so every ``[n]`` in the answer resolves to exactly one citation and no citation goes unused.
@@ -141,7 +143,8 @@ def synthesize_answer(
     state: RerankedQuestion, results: list[MapResult], llm: LLM | None, limits: ReduceLimits
 ) -> tuple[Answer, ReduceReport]:
     by_chunk = {c.chunk.id: c for c in state.candidates}
-    selected = select_facts(state, results, limits, extractive=llm is None)
+    refused = state.rerank.answerable is False  # the cross-encoder: no passage answers the question
+    selected = [] if refused else select_facts(state, results, limits, extractive=llm is None)
     facts = compress(selected, limits.token_budget, llm, limits.compress_calls)
     claims, dropped, by_llm = narrate(state.question, facts, llm)
     verifier = Verifier(facts, by_chunk, llm, limits.max_llm_claims, limits.self_correct)

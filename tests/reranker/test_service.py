@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from pathlib import Path
 
@@ -46,6 +47,43 @@ def test_falls_back_to_fused_top_20_when_nothing_passes(standin_dir: Path) -> No
     assert all(c.rerank_score is not None for c in kept)
     assert outcome.used_fallback and (outcome.received, outcome.kept) == (35, 20)
     assert describe(outcome).startswith("Reranked 35 -> 20 (threshold 50.0, fallback to top-20)")
+
+
+def test_a_best_logit_under_the_answerability_cut_says_no_passage_answers(standin_dir: Path) -> None:
+    question = "How does TCP guarantee delivery?"
+    refusing = Reranker(settings_for(standin_dir, rerank_answerable_logit=50.0))
+    _, refused = refusing.rerank(question, candidates(SENTENCES))
+    best = float(refusing.encoder.score(question, SENTENCES).max())  # type: ignore[union-attr]
+    assert refused.answerable is False and refused.top_score == pytest.approx(best)
+    assert describe(refused).endswith(f"no passage answers (best {best:.2f})")
+
+    _, answered = Reranker(settings_for(standin_dir, rerank_answerable_logit=best)).rerank(
+        question, candidates(SENTENCES)
+    )
+    assert answered.answerable is True
+
+
+def test_a_model_without_a_calibrated_cut_never_refuses(standin_dir: Path) -> None:
+    _, outcome = Reranker(settings_for(standin_dir)).rerank(
+        "What is photosynthesis?", candidates(passages(35))
+    )
+    assert outcome.answerable is None and outcome.top_score is not None
+
+
+def test_the_provisioned_models_own_cuts_apply_unless_settings_override_them(
+    standin_dir: Path, tmp_path: Path
+) -> None:
+    calibrated = tmp_path / "calibrated"
+    shutil.copytree(standin_dir, calibrated)
+    provenance = calibrated / "provenance.json"
+    record = json.loads(provenance.read_text())
+    provenance.write_text(json.dumps({**record, "keep_logit": 1.5, "answerable_logit": 2.5}))
+
+    own = Reranker(settings_for(calibrated))
+    overridden = Reranker(settings_for(calibrated, rerank_threshold=-1.0, rerank_answerable_logit=0.0))
+
+    assert (own.threshold, own.answerable_logit) == (1.5, 2.5)
+    assert (overridden.threshold, overridden.answerable_logit) == (-1.0, 0.0)
 
 
 def test_passes_fused_order_through_without_a_model(tmp_path: Path) -> None:

@@ -202,3 +202,19 @@ def test_an_indented_paragraph_of_a_plain_text_file_is_quoted_with_its_line(
     assert answer.citations, answer.markdown
     assert answer.citations[0].quote.startswith("If you have built some private Debian packages")
     assert answer.citations[0].line == 3
+
+
+def test_a_question_the_cross_encoder_finds_unanswered_names_the_closest_sources_and_quotes_nothing(
+    samples: list[Chunk], embedder: Embedder
+) -> None:
+    state = reranked_question("What is my sourdough starter called?", samples)
+    state = state.model_copy(
+        update={"rerank": state.rerank.model_copy(update={"answerable": False, "top_score": -3.2})}
+    )
+    results = [extract_facts(batch, embedder) for batch in split_into_batches(state, 10)]
+    assert any(result.facts for result in results), "the map step found sentences to quote"
+
+    answer, _ = synthesize_answer(state, results, None, LIMITS)
+
+    assert answer.markdown.startswith(NO_ANSWER) and "sourdough" in answer.markdown
+    assert answer.citations == []
