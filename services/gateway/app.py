@@ -34,9 +34,12 @@ from services.gateway.auth import PROTECTED
 from services.gateway.limits import RequestBodyGuard
 from services.gateway.metrics import Metrics, StreamMetrics, running
 from services.gateway.routes import (
+    chat,
+    conversations,
     health,
     index_jobs,
     library,
+    mcp,
     public,
     questions,
     scrape,
@@ -54,6 +57,9 @@ from shared.settings import Settings, get_settings
 log = logging.getLogger(__name__)
 PROTECTED_ROUTERS: list[APIRouter] = [
     questions.router,
+    conversations.router,
+    chat.router,
+    mcp.router,
     index_jobs.router,
     watched_folders.router,
     search.router,
@@ -77,7 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         consumer = StreamMetrics(client, metrics, settings.metrics_poll_s, settings.event_ttl_s)
-        async with running(consumer):
+        async with running(consumer), api.state.mcp_sessions.run():
             yield
         await client.aclose()
 
@@ -95,6 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.state.key_file = KeyFile(settings.keys_file)
     api.state.open_streams = Counter()
     api.state.health_cache = HealthCache()
+    api.state.mcp_sessions = mcp.mcp_sessions(api)
     api.add_middleware(RequestBodyGuard, max_bytes=settings.max_request_bytes)
     api.add_middleware(SecurityHeaders, csp=content_security_policy(public.STATIC_DIR / "index.html"))
     api.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings))

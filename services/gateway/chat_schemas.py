@@ -1,0 +1,122 @@
+"""The OpenAI chat-completions shapes ``/v1/chat/completions`` and ``/v1/models`` speak, and Hindsight's
+additions that standard clients ignore (``citations``, ``hindsight``)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.contracts import Citation
+
+MODEL_ID = "hindsight"
+MAX_MESSAGES = 64
+
+
+class TextPart(BaseModel):
+    """A content part; only text parts carry anything Hindsight can read."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: str
+    text: str | None = None
+
+
+class ChatMessageIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[TextPart] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            return "\n".join(part.text for part in self.content if part.type == "text" and part.text)
+        return self.content or ""
+
+
+class ChatCompletionRequest(BaseModel):
+    """The standard request; sampling options (temperature, max_tokens, …) are accepted and ignored:
+    the answer is the pipeline's, cited, not sampled."""
+
+    model_config = ConfigDict(extra="ignore")
+    model: str = MODEL_ID
+    messages: list[ChatMessageIn] = Field(min_length=1, max_length=MAX_MESSAGES)
+    stream: bool = False
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class Choice(BaseModel):
+    index: int = 0
+    message: AssistantMessage
+    finish_reason: Literal["stop"] = "stop"
+
+
+class Usage(BaseModel):
+    """Hindsight counts no tokens: zeros, so clients that sum usage still can."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class HindsightFields(BaseModel):
+    """Which question answered, its conversation, and what it searched for."""
+
+    question_id: str
+    conversation_id: str
+    searched_for: str
+    mode: str
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int = Field(default_factory=lambda: int(time.time()))
+    model: str = MODEL_ID
+    choices: list[Choice]
+    usage: Usage = Field(default_factory=Usage)
+    citations: list[Citation] = Field(default_factory=list)
+    hindsight: HindsightFields
+
+
+class ChunkDelta(BaseModel):
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+
+
+class ChunkChoice(BaseModel):
+    index: int = 0
+    delta: ChunkDelta
+    finish_reason: Literal["stop"] | None = None
+
+
+class ChatCompletionChunk(BaseModel):
+    """One streamed ``chat.completion.chunk``; the last one also carries the citations."""
+
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int = Field(default_factory=lambda: int(time.time()))
+    model: str = MODEL_ID
+    choices: list[ChunkChoice]
+    citations: list[Citation] | None = None
+    hindsight: HindsightFields | None = None
+
+
+class ModelCard(BaseModel):
+    id: str = MODEL_ID
+    object: Literal["model"] = "model"
+    created: int = 0
+    owned_by: str = "hindsight"
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard] = Field(default_factory=lambda: [ModelCard()])
+
+
+def stream_error(message: str) -> dict[str, Any]:
+    """What a stream says when the question failed: OpenAI's error object, which clients raise."""
+    return {"error": {"message": message, "type": "hindsight_error", "code": None, "param": None}}
