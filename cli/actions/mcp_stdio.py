@@ -3,6 +3,8 @@ processes; each tool call goes to the configured gateway with this machine's key
 
 from __future__ import annotations
 
+import logging
+
 import httpx
 from mcp.server.mcpserver import Context
 
@@ -20,4 +22,6 @@ def serve_stdio() -> None:
     def connect(_: Context) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=settings.gateway_url, headers=headers, timeout=60)
 
-    hindsight_mcp(connect).run("stdio")
+    server = hindsight_mcp(connect)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per tool call on stderr
+    server.run("stdio")

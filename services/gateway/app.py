@@ -31,6 +31,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Match
 
 from services.gateway.auth import PROTECTED
+from services.gateway.chat_schemas import openai_error, speaks_openai
 from services.gateway.limits import RequestBodyGuard
 from services.gateway.metrics import Metrics, StreamMetrics, running
 from services.gateway.routes import (
@@ -124,12 +125,17 @@ def document_settings(api: FastAPI, settings: Settings) -> None:
     question["maxLength"] = settings.max_question_chars
 
 
-async def refused_fields(_: Request, exc: Exception) -> Response:
+async def refused_fields(request: Request, exc: Exception) -> Response:
     """422 with each refused field's location, message and type; the input itself is not echoed
-    (it may be what cannot be encoded, or a secret pasted into the wrong field)."""
+    (it may be what cannot be encoded, or a secret pasted into the wrong field). On the
+    OpenAI-compatible paths the body also has OpenAI's ``error`` object, which their clients show."""
     assert isinstance(exc, RequestValidationError)
     errors = [{"type": e["type"], "loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
-    return JSONResponse({"detail": errors}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+    body: dict[str, object] = {"detail": errors}
+    if speaks_openai(request):
+        sentence = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
+        body.update(openai_error(status.HTTP_422_UNPROCESSABLE_CONTENT, sentence))
+    return JSONResponse(body, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
 
 
 async def redis_unreachable(_: Request, exc: Exception) -> Response:
@@ -168,4 +174,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
             }
         )
         exc.headers = {**(exc.headers or {}), "Allow": ", ".join(methods)}
+    if speaks_openai(request):
+        body = {"detail": exc.detail, **openai_error(exc.status_code, str(exc.detail))}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
     return await http_exception_handler(request, exc)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
+from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.contracts import Citation
@@ -117,6 +118,14 @@ class ModelList(BaseModel):
     data: list[ModelCard] = Field(default_factory=lambda: [ModelCard()])
 
 
-def stream_error(message: str) -> dict[str, Any]:
-    """What a stream says when the question failed: OpenAI's error object, which clients raise."""
-    return {"error": {"message": message, "type": "hindsight_error", "code": None, "param": None}}
+OPENAI_PATHS = ("/v1/chat/", "/v1/models")
+
+
+def speaks_openai(request: Request) -> bool:
+    """A request to the OpenAI-compatible endpoints, whose clients read OpenAI's error object."""
+    return request.url.path.startswith(OPENAI_PATHS)
+
+
+def openai_error(status_code: int | None, message: str) -> dict[str, Any]:
+    """OpenAI's error object (``{"error": {"message": …}}``), which its clients raise with the message."""
+    return {"error": {"message": message, "type": "hindsight_error", "code": status_code, "param": None}}

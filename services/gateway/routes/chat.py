@@ -31,7 +31,7 @@ from services.gateway.chat_schemas import (
     ChunkDelta,
     HindsightFields,
     ModelList,
-    stream_error,
+    openai_error,
 )
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.history import CITATION_MARK
@@ -163,7 +163,7 @@ async def completion_chunks(events: SentEvents, asked: Question) -> SentEvents:
             continue
         event = Event.model_validate_json(sent["data"])
         if event.status != "done":
-            yield {"data": json.dumps(stream_error(f"the question failed: {event.detail}"))}
+            yield {"data": json.dumps(openai_error(None, f"the question failed: {event.detail}"))}
             break
         answer = Answer.model_validate(event.data["answer"])
         for line in re.split(r"(?<=\n)", answer_with_sources(answer)):
