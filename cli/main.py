@@ -20,7 +20,7 @@ import typer
 from pydantic import ValidationError
 
 from cli.actions import keys, models, search, stack
-from cli.actions.ask import ask_question, latest_conversation
+from cli.actions.ask import ask_question, latest_conversation, save_answer
 from cli.actions.index import index_and_watch, index_when_running, run_index
 from cli.client import GatewayError, default_client, transport_failure
 from cli.console import console, error_console
@@ -87,6 +87,12 @@ def ask(
     conversation: Annotated[
         str | None, typer.Option("-c", "--conversation", help="A follow-up of this conversation (its id).")
     ] = None,
+    save: Annotated[
+        Path | None,
+        typer.Option(
+            help="Save the answer as a Markdown note in this folder (then index it).", metavar="FOLDER"
+        ),
+    ] = None,
 ) -> None:
     """Ask a question and read the cited answer (Ctrl-C cancels it); a follow-up with --continue."""
     if not question.strip():
@@ -99,6 +105,8 @@ def ask(
         raise typer.Exit(1)
     if not as_json:
         console.print(f"[dim]conversation {asked.conversation_id} (follow up: --continue)[/dim]")
+    if save is not None:
+        save_answer(save, asked, question)
 
 
 @app.command("search")

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.markdown import Markdown
 from rich.markup import escape
 
+from cli.actions.index import run_index
 from cli.client import GatewayClient, GatewayError, default_client
 from cli.console import console, counted, error_console
 from shared.citations import citation_place
 from shared.contracts import Answer, Citation, Event, QuestionOptions, Strategy
 from shared.events import TERMINAL_STAGE, WAITING_STAGE
+from shared.notes import save_note
 
 
 @dataclass(frozen=True)
@@ -134,3 +137,14 @@ def citation_line(c: Citation) -> str:
     """``[n] title — path:line`` (what editors and terminals open), or the page for a PDF."""
     mark = "verified" if c.verified else "[red]unverified[/red]"
     return f"[{c.number}] {c.title} — {citation_place(c)} ({mark})"
+
+
+def save_answer(folder: Path, asked: Asked, question: str) -> Path:
+    """Write the answer as a Markdown note in ``folder`` (made if missing), then index the folder so
+    the note is found like any other; the note's path."""
+    folder = folder.expanduser().resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = save_note(folder, question.strip(), asked.answer)
+    console.print(f"saved as {path}", highlight=False, soft_wrap=True)
+    run_index(default_client(), folder)
+    return path

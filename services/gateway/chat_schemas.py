@@ -4,14 +4,14 @@ additions that standard clients ignore (``citations``, ``hindsight``)."""
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.contracts import Citation
 
-MODEL_ID = "hindsight"
+MODEL_ID: Final = "hindsight"
 MAX_MESSAGES = 64
 
 
@@ -39,7 +39,7 @@ class ChatCompletionRequest(BaseModel):
     the answer is the pipeline's, cited, not sampled."""
 
     model_config = ConfigDict(extra="ignore")
-    model: str = MODEL_ID
+    model: Literal["hindsight"] = MODEL_ID
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
 

@@ -192,3 +192,13 @@ class Conversation(BaseModel):
 
     id: str
     turns: list[ConversationTurn]
+
+
+class NoteRequest(BaseModel):
+    """Save a question's answer as a Markdown note in a folder inside the roots."""
+
+    folder: FolderPath
+
+
+class NoteSaved(BaseModel):
+    path: str

@@ -7,6 +7,7 @@ client on the OpenAI-compatible endpoint, and the official ``mcp`` SDK's client 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -169,7 +170,7 @@ def test_openai_client_gets_a_cited_answer_streamed_and_not(stack: Stack) -> Non
 
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=f"{stack.url}/v1", api_key="wrong", max_retries=0).models.list()
-    with pytest.raises(openai.NotFoundError, match="use 'hindsight'"):
+    with pytest.raises(openai.UnprocessableEntityError, match="model: Input should be 'hindsight'"):
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": FIRST}])
 
 
@@ -229,3 +230,17 @@ def test_mcp_sdk_client_over_streamable_http_calls_every_tool_with_the_api_key(s
     asyncio.run(session(stack.key))
     refused = httpx.post(f"{stack.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert refused.status_code == 401
+
+
+def test_cli_save_writes_the_answer_as_a_note_linking_its_citations_and_indexes_it(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """Last: the note, once indexed, holds the answer's words and is cited like any note."""
+    folder = tmp_path / "answers"
+    shown = " ".join(run_hindsight(stack.env, "ask", "--save", str(folder), FIRST).split())
+    [note] = folder.glob("*.md")
+    assert f"saved as {note}" in shown and "scanned 1: 1 new" in shown
+    link = os.path.relpath(stack.notes / "sourdough.md", folder) + "#L3"
+    text = note.read_text()
+    assert text.startswith(f'---\ntitle: "{FIRST}"\n') and f"# {FIRST}\n" in text
+    assert f"[\\[1\\]]({link})" in text and f"sourdough.md:3]({link}) (verified)" in text

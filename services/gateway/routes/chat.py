@@ -20,7 +20,6 @@ from fastapi import APIRouter, HTTPException, Request, status
 
 from services.gateway.asking import accept_question
 from services.gateway.chat_schemas import (
-    MODEL_ID,
     AssistantMessage,
     ChatCompletion,
     ChatCompletionChunk,
@@ -69,10 +68,6 @@ async def models() -> ModelList:
 async def chat_completions(
     body: ChatCompletionRequest, request: Request, client: RedisDep, settings: SettingsDep
 ) -> object:
-    if body.model != MODEL_ID:
-        raise HTTPException(
-            status.HTTP_404_NOT_FOUND, f"the model {body.model!r} does not exist; use {MODEL_ID!r}"
-        )
     text, history = conversation_of(body.messages)
     asked = await accept_question(request, client, settings, text, QuestionOptions(), history=history)
     if body.stream:
