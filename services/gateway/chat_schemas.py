@@ -72,11 +72,16 @@ class HindsightFields(BaseModel):
     mode: str
 
 
-class ChatCompletion(BaseModel):
+class Completion(BaseModel):
+    """What a completion and each of its chunks share: the id, when, and the model."""
+
     id: str
-    object: Literal["chat.completion"] = "chat.completion"
     created: int = Field(default_factory=lambda: int(time.time()))
     model: str = MODEL_ID
+
+
+class ChatCompletion(Completion):
+    object: Literal["chat.completion"] = "chat.completion"
     choices: list[Choice]
     usage: Usage = Field(default_factory=Usage)
     citations: list[Citation] = Field(default_factory=list)
@@ -94,13 +99,10 @@ class ChunkChoice(BaseModel):
     finish_reason: Literal["stop"] | None = None
 
 
-class ChatCompletionChunk(BaseModel):
+class ChatCompletionChunk(Completion):
     """One streamed ``chat.completion.chunk``; the last one also carries the citations."""
 
-    id: str
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
-    created: int = Field(default_factory=lambda: int(time.time()))
-    model: str = MODEL_ID
     choices: list[ChunkChoice]
     citations: list[Citation] | None = None
     hindsight: HindsightFields | None = None

@@ -67,6 +67,18 @@ async def asked_question(client: aioredis.Redis, question_id: str) -> Question |
     return Question.model_validate_json(raw) if raw else None
 
 
+async def kept_questions(
+    client: aioredis.Redis, question_ids: list[str]
+) -> list[tuple[Question, QuestionStatus]]:
+    """Each question still kept, as accepted, with its state (pending, done with its answer, failed)."""
+    kept = []
+    for question_id in question_ids:
+        asked = await asked_question(client, question_id)
+        if asked is not None:
+            kept.append((asked, await question_state(client, question_id)))
+    return kept
+
+
 async def conversation_ids(client: aioredis.Redis, caller: str, conversation_id: str) -> list[str] | None:
     """The conversation's question ids, oldest first; ``None`` when the caller has no such one."""
     ids = cast(list[str], await client.lrange(conversation_key(caller, conversation_id), 0, -1))

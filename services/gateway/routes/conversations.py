@@ -9,7 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request, status
 
 from services.gateway.deps import RedisDep
-from services.gateway.history import asked_question, conversation_ids, question_state
+from services.gateway.history import conversation_ids, kept_questions
 from services.gateway.schemas import Conversation, ConversationTurn, QuestionId
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
@@ -20,20 +20,15 @@ async def conversation(conversation_id: QuestionId, request: Request, client: Re
     ids = await conversation_ids(client, request.state.caller, conversation_id)
     if ids is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no conversation {conversation_id}")
-    turns = []
-    for question_id in ids:
-        asked = await asked_question(client, question_id)
-        if asked is None:
-            continue
-        state = await question_state(client, question_id)
-        turns.append(
-            ConversationTurn(
-                id=question_id,
-                question=asked.question,
-                asked_at=asked.started_at,
-                status=state.status,
-                answer=state.answer,
-                error=state.error,
-            )
+    turns = [
+        ConversationTurn(
+            id=state.id,
+            question=asked.question,
+            asked_at=asked.started_at,
+            status=state.status,
+            answer=state.answer,
+            error=state.error,
         )
+        for asked, state in await kept_questions(client, ids)
+    ]
     return Conversation(id=conversation_id, turns=turns)

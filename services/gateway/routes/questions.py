@@ -21,9 +21,9 @@ from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.evidence import evidence_for
 from services.gateway.history import (
     HISTORY_KEPT,
-    asked_question,
     forget,
     history_key,
+    kept_questions,
     question_state,
     stored_answer,
 )
@@ -83,22 +83,16 @@ async def history(
 ) -> list[QuestionSummary]:
     """The caller's recent questions, newest first, each with its status."""
     ids = cast(list[str], await client.zrevrange(history_key(request.state.caller), 0, limit - 1))
-    summaries = []
-    for question_id in ids:
-        asked = await asked_question(client, question_id)
-        if asked is None:
-            continue
-        state = await question_state(client, question_id)
-        summaries.append(
-            QuestionSummary(
-                id=question_id,
-                question=asked.question,
-                asked_at=asked.started_at,
-                status=state.status,
-                conversation_id=asked.conversation_id or question_id,
-            )
+    return [
+        QuestionSummary(
+            id=state.id,
+            question=asked.question,
+            asked_at=asked.started_at,
+            status=state.status,
+            conversation_id=asked.conversation_id or state.id,
         )
-    return summaries
+        for asked, state in await kept_questions(client, ids)
+    ]
 
 
 async def refuse_cancelled(client: RedisDep, question_id: str) -> None:
