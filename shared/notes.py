@@ -1,6 +1,8 @@
 """An answer saved as a Markdown note, in a folder the user chose: its ``[n]`` markers and its sources
 are links to the cited files at their lines (relative to the note, ``#L<line>`` as editors and
-Markdown viewers take it), so the note reads on its own and is indexed like any other.
+Markdown viewers take it), so the note reads on its own and is indexed like any other. The markers
+stay ``[n]`` in the text, links by the reference definitions at the end, so the note's own text (what
+a later answer may quote from it) reads as the answer did.
 
 The note is created, never overwritten, and never through a link: a name already taken gets the
 next free ``(2)``, ``(3)``… suffix.
@@ -10,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,7 +19,6 @@ from shared.citations import citation_place
 from shared.contracts import Answer, Citation
 from shared.file_names import safe_component
 
-MARKER = re.compile(r"\[(\d+)\]")
 MAX_SAME_NAME = 100
 
 
@@ -29,13 +29,7 @@ def citation_link(c: Citation, folder: Path) -> str:
 
 
 def note_markdown(asked: str, answer: Answer, folder: Path) -> str:
-    """Front matter (title, question, when, source), the answer with linked markers, the sources."""
-    by_number = {c.number: c for c in answer.citations}
-
-    def linked(match: re.Match[str]) -> str:
-        c = by_number.get(int(match.group(1)))
-        return f"[\\[{match.group(1)}\\]]({citation_link(c, folder)})" if c else match.group(0)
-
+    """Front matter (title, question, when, source), the answer, the sources, the markers' links."""
     front = {
         "title": asked,
         "question_id": answer.question_id,
@@ -46,7 +40,7 @@ def note_markdown(asked: str, answer: Answer, folder: Path) -> str:
     # JSON strings are YAML scalars: any question text stays one safe value.
     header = "\n".join(f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in front.items())
     parts = [f"---\n{header}\n---", f"# {asked}"]
-    parts.append(MARKER.sub(linked, answer.markdown))
+    parts.append(answer.markdown)
     if answer.citations:
         sources = []
         for c in answer.citations:
@@ -57,6 +51,7 @@ def note_markdown(asked: str, answer: Answer, folder: Path) -> str:
                 f"   > {quote}"
             )
         parts.append("## Sources\n\n" + "\n".join(sources))
+        parts.append("\n".join(f"[{c.number}]: <{citation_link(c, folder)}>" for c in answer.citations))
     return "\n\n".join(parts) + "\n"
 
 

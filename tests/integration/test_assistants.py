@@ -243,4 +243,4 @@ def test_cli_save_writes_the_answer_as_a_note_linking_its_citations_and_indexes_
     link = os.path.relpath(stack.notes / "sourdough.md", folder) + "#L3"
     text = note.read_text()
     assert text.startswith(f'---\ntitle: "{FIRST}"\n') and f"# {FIRST}\n" in text
-    assert f"[\\[1\\]]({link})" in text and f"sourdough.md:3]({link}) (verified)" in text
+    assert f"sourdough.md:3]({link}) (verified)" in text and text.endswith(f"\n[1]: <{link}>\n")
