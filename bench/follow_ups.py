@@ -4,9 +4,8 @@ from the right document when it is asked in that conversation, and when it is as
 Pairs come from a BEIR folder: the first question is one of its queries; the follow-up is written
 from that query's relevant document, "What does it say about <term>?", where the term is the word of
 the document that best singles it out among the words the question does not already use (highest
-tf × idf, at least twice in it) while still occurring in other documents (document frequency 2 to
-``--max-df``), so the follow-up alone names a topic several documents share and the "it" needs the
-first question. Each
+tf × idf) while still occurring in other documents (document frequency 2 to ``--max-df``), so the
+follow-up alone names a topic several documents share and the "it" needs the first question. Each
 pair is asked twice through the gateway, as ``hindsight ask`` does: the follow-up alone, and the
 first question then the follow-up in its conversation. Run from the repository root:
 
