@@ -67,6 +67,17 @@ async def asked_question(client: aioredis.Redis, question_id: str) -> Question |
     return Question.model_validate_json(raw) if raw else None
 
 
+def summary_fields(asked: Question, state: QuestionStatus) -> dict[str, object]:
+    """What the history and a conversation say of a question: its id, text, when, status, conversation."""
+    return {
+        "id": state.id,
+        "question": asked.question,
+        "asked_at": asked.started_at,
+        "status": state.status,
+        "conversation_id": asked.conversation_id or state.id,
+    }
+
+
 async def kept_questions(
     client: aioredis.Redis, question_ids: list[str]
 ) -> list[tuple[Question, QuestionStatus]]:

@@ -176,13 +176,9 @@ class Evidence(BaseModel):
     turn_question: str | None = None
 
 
-class ConversationTurn(BaseModel):
+class ConversationTurn(QuestionSummary):
     """One question of a conversation with its state: its own answer and citations once done."""
 
-    id: str
-    question: str
-    asked_at: float
-    status: Literal["pending", "done", "failed"]
     answer: Answer | None = None
     error: str | None = None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request, status
 
 from services.gateway.deps import RedisDep
-from services.gateway.history import conversation_ids, kept_questions
+from services.gateway.history import conversation_ids, kept_questions, summary_fields
 from services.gateway.schemas import Conversation, ConversationTurn, QuestionId
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
@@ -21,14 +21,7 @@ async def conversation(conversation_id: QuestionId, request: Request, client: Re
     if ids is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no conversation {conversation_id}")
     turns = [
-        ConversationTurn(
-            id=state.id,
-            question=asked.question,
-            asked_at=asked.started_at,
-            status=state.status,
-            answer=state.answer,
-            error=state.error,
-        )
+        ConversationTurn(**summary_fields(asked, state), answer=state.answer, error=state.error)
         for asked, state in await kept_questions(client, ids)
     ]
     return Conversation(id=conversation_id, turns=turns)

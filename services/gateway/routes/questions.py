@@ -26,6 +26,7 @@ from services.gateway.history import (
     kept_questions,
     question_state,
     stored_answer,
+    summary_fields,
 )
 from services.gateway.metrics import kind_key, require_known_stream
 from services.gateway.schemas import (
@@ -84,14 +85,7 @@ async def history(
     """The caller's recent questions, newest first, each with its status."""
     ids = cast(list[str], await client.zrevrange(history_key(request.state.caller), 0, limit - 1))
     return [
-        QuestionSummary(
-            id=state.id,
-            question=asked.question,
-            asked_at=asked.started_at,
-            status=state.status,
-            conversation_id=asked.conversation_id or state.id,
-        )
-        for asked, state in await kept_questions(client, ids)
+        QuestionSummary(**summary_fields(asked, state)) for asked, state in await kept_questions(client, ids)
     ]
 
 
