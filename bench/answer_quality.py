@@ -40,11 +40,13 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.question_paths import service_stack
-from bench.retrieval_quality import Dataset, index_corpus, load_dataset
+from bench.retrieval_quality import Dataset, IndexedCorpus, index_corpus, load_dataset
 from cli.client import GatewayClient
 from cli.local_key import client_key
 from services.synthesizer.segmentation import segment
@@ -156,9 +158,12 @@ def show(answer: Answer) -> None:
         print(f"    [{c.number}] {Path(c.source_uri).name}:{c.line}")
 
 
-def run(
-    dataset: Dataset, query_ids: list[str], llm: str, cache: Path, models: Path | None, shown: bool
-) -> Scores:
+@contextmanager
+def running_over(
+    dataset: Dataset, llm: str, cache: Path, models: Path | None
+) -> Iterator[tuple[GatewayClient, IndexedCorpus]]:
+    """The local stack over a copy of the dataset's cached index, with a client far above the
+    per-key rate limit (one client asks every question back to back)."""
     base = Settings(models_dir=models) if models else Settings()
     embedder = create_embedder(base)
     assert isinstance(embedder, OnnxEmbedder)
@@ -176,30 +181,33 @@ def run(
             "llm": llm,
         }
     )
-    # One client asks every question back to back, far above the gateway's per-key rate limit.
     extra_env = {"HINDSIGHT_LLM": llm, "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "1000000"}
-    scores = Scores()
     try:
         with service_stack(settings, extra_env):
             # An LLM's map can run minutes between two events: a client that waits for them.
-            client = GatewayClient(settings.gateway_url, client_key(settings), timeout_s=600)
-            for number, query_id in enumerate(query_ids, start=1):
-                try:
-                    answer, wall, synthesis = ask(client, dataset.queries[query_id])
-                except RuntimeError as exc:  # the question failed (a stage's time limit): counted, not scored
-                    scores.failed += 1
-                    print(f"  {number}/{len(query_ids)} failed: {exc}", flush=True)
-                    continue
-                scores.latency.append(wall)
-                scores.synthesis.append(synthesis)
-                score_answer(answer, set(dataset.qrels[query_id]), indexed.file_to_id, scores)
-                print(
-                    f"  {number}/{len(query_ids)} {wall:.1f}s {dataset.queries[query_id][:60]!r}", flush=True
-                )
-                if shown:
-                    show(answer)
+            yield GatewayClient(settings.gateway_url, client_key(settings), timeout_s=600), indexed
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def run(
+    dataset: Dataset, query_ids: list[str], llm: str, cache: Path, models: Path | None, shown: bool
+) -> Scores:
+    scores = Scores()
+    with running_over(dataset, llm, cache, models) as (client, indexed):
+        for number, query_id in enumerate(query_ids, start=1):
+            try:
+                answer, wall, synthesis = ask(client, dataset.queries[query_id])
+            except RuntimeError as exc:  # the question failed (a stage's time limit): counted, not scored
+                scores.failed += 1
+                print(f"  {number}/{len(query_ids)} failed: {exc}", flush=True)
+                continue
+            scores.latency.append(wall)
+            scores.synthesis.append(synthesis)
+            score_answer(answer, set(dataset.qrels[query_id]), indexed.file_to_id, scores)
+            print(f"  {number}/{len(query_ids)} {wall:.1f}s {dataset.queries[query_id][:60]!r}", flush=True)
+            if shown:
+                show(answer)
     return scores
 
 

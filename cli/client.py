@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -16,63 +17,36 @@ from shared.contracts import (
     SearchRequest,
     SearchResponse,
 )
+from shared.refusals import NOT_RUNNING, EventLines, refusal_of, transport_failure
 from shared.settings import get_settings
 
-NOT_RUNNING = "Hindsight isn't running — start it with `hindsight up`"
+__all__ = ["NOT_RUNNING", "GatewayClient", "GatewayError", "default_client", "transport_failure"]
 
 
 class GatewayError(RuntimeError):
     """The gateway refused a request; the message is one sentence: what was refused and how to fix it."""
 
-    def __init__(self, status_code: int, reason: str, retry_after: str | None = None) -> None:
-        super().__init__(explain_refusal(status_code, reason, retry_after))
+    def __init__(self, status_code: int, sentence: str, retry_after: str | None = None) -> None:
+        super().__init__(sentence)
         self.status_code = status_code
         self.retry_after = retry_after
 
 
-def explain_refusal(status_code: int, reason: str, retry_after: str | None = None) -> str:
-    """A refusal in one sentence with its fix (401: the key; 429/503: when to retry); any other
-    refusal (403 outside the roots, 404, 409, 422) is the gateway's own sentence."""
-    if status_code == 401:
-        return (
-            f"the gateway refused the API key ({reason}): set HINDSIGHT_API_KEY to a key from "
-            "`hindsight keys create`, or run `hindsight up` to give this CLI its own"
-        )
-    retry = f"; retry in {retry_after} s" if retry_after else ""
-    return f"{reason}{retry}"
-
-
-def transport_failure(exc: httpx.TransportError) -> str:
-    """A request that got no answer: nothing listening means Hindsight is not running."""
-    if isinstance(exc, httpx.ConnectError):
-        return NOT_RUNNING
-    if isinstance(exc, httpx.TimeoutException):
-        return "the gateway did not answer in time; `hindsight status` shows which workers are live"
-    return f"the connection to the gateway failed ({exc}); `hindsight status` shows what is running"
-
-
-def detail_sentence(detail: object) -> str:
-    """FastAPI's ``detail``: a string as it is; a validation error list as ``field: message`` parts."""
-    if isinstance(detail, list):
-        parts = []
-        for error in detail:
-            if isinstance(error, dict):
-                where = ".".join(str(p) for p in error.get("loc", []) if p != "body")
-                parts.append(f"{where}: {error.get('msg', '')}" if where else str(error.get("msg", "")))
-        if parts:
-            return "the request was refused: " + "; ".join(parts)
-    return str(detail)
-
-
 def server_sent_events(response: httpx.Response) -> Iterator[Event]:
     """Parse ``data:`` lines of a text/event-stream into events."""
-    data: list[str] = []
+    lines = EventLines()
     for line in response.iter_lines():
-        if line.startswith("data:"):
-            data.append(line[5:].lstrip())
-        elif not line and data:
-            yield Event.model_validate_json("\n".join(data))
-            data = []
+        event = lines.feed(line)
+        if event is not None:
+            yield event
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A question the gateway accepted, and the conversation it belongs to."""
+
+    id: str
+    conversation_id: str
 
 
 class GatewayClient:
@@ -83,16 +57,30 @@ class GatewayClient:
     def _checked(self, response: httpx.Response) -> httpx.Response:
         if response.is_error:
             response.read()
-            try:
-                reason = detail_sentence(response.json().get("detail", response.text))
-            except (ValueError, AttributeError):
-                reason = response.text or response.reason_phrase
-            raise GatewayError(response.status_code, reason, response.headers.get("retry-after"))
+            retry_after = response.headers.get("retry-after")
+            raise GatewayError(response.status_code, refusal_of(response), retry_after)
         return response
 
     def ask(self, question: str, options: QuestionOptions | None = None) -> str:
-        body = {"question": question, "options": (options or QuestionOptions()).to_payload()}
-        return str(self._checked(self._http.post("/v1/questions", json=body)).json()["id"])
+        return self.submit(question, options).id
+
+    def submit(
+        self, question: str, options: QuestionOptions | None = None, conversation_id: str | None = None
+    ) -> Accepted:
+        """Ask; with ``conversation_id`` as a follow-up of that conversation."""
+        body: dict[str, object] = {
+            "question": question,
+            "options": (options or QuestionOptions()).to_payload(),
+        }
+        if conversation_id:
+            body["conversation_id"] = conversation_id
+        reply = self._checked(self._http.post("/v1/questions", json=body)).json()
+        return Accepted(id=str(reply["id"]), conversation_id=str(reply["conversation_id"]))
+
+    def latest_conversation(self) -> str | None:
+        """The conversation of the caller's most recent question, if any is still kept."""
+        recent = self._checked(self._http.get("/v1/questions", params={"limit": 1})).json()
+        return str(recent[0]["conversation_id"]) if recent else None
 
     def follow(self, path: str) -> Iterator[Event]:
         with self._http.stream("GET", path, timeout=httpx.Timeout(30.0, read=None)) as response:

@@ -20,7 +20,7 @@ import typer
 from pydantic import ValidationError
 
 from cli.actions import keys, models, search, stack
-from cli.actions.ask import ask_question
+from cli.actions.ask import ask_question, latest_conversation, save_answer
 from cli.actions.index import index_and_watch, index_when_running, run_index
 from cli.client import GatewayError, default_client, transport_failure
 from cli.console import console, error_console
@@ -81,13 +81,32 @@ def ask(
     stages: Annotated[
         bool, typer.Option("--stages", help="Print each stage's details as it finishes.")
     ] = False,
+    continue_latest: Annotated[
+        bool, typer.Option("--continue", help="A follow-up of your latest question's conversation.")
+    ] = False,
+    conversation: Annotated[
+        str | None, typer.Option("-c", "--conversation", help="A follow-up of this conversation (its id).")
+    ] = None,
+    save: Annotated[
+        Path | None,
+        typer.Option(
+            help="Save the answer as a Markdown note in this folder (then index it).", metavar="FOLDER"
+        ),
+    ] = None,
 ) -> None:
-    """Ask a question and read the cited answer (Ctrl-C cancels it)."""
+    """Ask a question and read the cited answer (Ctrl-C cancels it); a follow-up with --continue."""
     if not question.strip():
         error_console.print('[red]nothing to ask[/red]: hindsight ask "What did I find out about …?"')
         raise typer.Exit(2)
-    if ask_question(question, strategy, as_json, stages) is None:
+    if continue_latest and conversation is None:
+        conversation = latest_conversation()
+    asked = ask_question(question, strategy, as_json, stages, conversation)
+    if asked is None:
         raise typer.Exit(1)
+    if not as_json:
+        console.print(f"[dim]conversation {asked.conversation_id} (follow up: --continue)[/dim]")
+    if save is not None:
+        save_answer(save, asked, question)
 
 
 @app.command("search")
@@ -146,6 +165,14 @@ def reset(yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confir
         stack.reset_index()
     else:
         console.print("nothing deleted")
+
+
+@app.command("mcp")
+def mcp_server() -> None:
+    """Serve Hindsight's tools (search, ask, get_passage, list_sources) to an assistant over MCP stdio."""
+    from cli.actions.mcp_stdio import serve_stdio  # the MCP SDK loads only for this command
+
+    serve_stdio()
 
 
 @app.command()

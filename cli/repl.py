@@ -1,6 +1,7 @@
 """``hindsight repl``: a menu over the same actions the commands call (``cli/actions/``).
 
-Whatever is typed that is not a menu key is asked as a question (a cited answer); searching lists
+Whatever is typed that is not a menu key is asked as a question (a cited answer), as a follow-up of
+the questions before it until ``n`` starts a new conversation; searching lists
 passages in one of the search modes the API and ``hindsight search`` offer
 (:class:`shared.contracts.SearchMode`), by the same names.
 """
@@ -35,6 +36,7 @@ class MenuItem:
 class Repl:
     def __init__(self) -> None:
         self.mode = SearchMode.AUTO
+        self.conversation_id: str | None = None
         modes = " / ".join(m.value for m in SearchMode)
         self.items = [
             MenuItem("1", "ask a question (a written answer that cites its passages)", self.ask),
@@ -45,6 +47,7 @@ class Repl:
             MenuItem("6", "status", stack.show_status),
             MenuItem("7", "reset data (delete the index)", self.reset),
             MenuItem("8", f"search passages, no answer (modes: {modes})", self.search),
+            MenuItem("n", "new conversation (the next question does not follow up the last)", self.new),
             MenuItem("h", "help", self.help),
             MenuItem("q", "quit", self.quit),
         ]
@@ -62,7 +65,7 @@ class Repl:
             item = next((i for i in self.items if i.key == typed.lower()), None)
             try:
                 if item is None:
-                    ask_question(typed)
+                    self.ask_in_conversation(typed)
                 else:
                     item.action()
             except GatewayError as exc:
@@ -83,7 +86,17 @@ class Repl:
     def ask(self) -> None:
         question = Prompt.ask("question", console=console).strip()
         if question:
-            ask_question(question)
+            self.ask_in_conversation(question)
+
+    def ask_in_conversation(self, question: str) -> None:
+        """Ask as a follow-up of the questions before (the first one starts the conversation)."""
+        asked = ask_question(question, conversation_id=self.conversation_id)
+        if asked is not None:
+            self.conversation_id = asked.conversation_id
+
+    def new(self) -> None:
+        self.conversation_id = None
+        console.print("a new conversation: the next question stands on its own")
 
     def search(self) -> None:
         choices = [m.value for m in SearchMode]
@@ -116,7 +129,8 @@ class Repl:
 
     def help(self) -> None:
         console.print(
-            "Type a question for a written answer whose \\[n] markers cite exact passages; search lists "
+            "Type a question for a written answer whose \\[n] markers cite exact passages; the next "
+            'question follows it up ("and how often is it fed?") until n starts anew; search lists '
             "matching passages without an answer (semantic: by meaning, exact: by the words, hybrid: "
             "both, auto: chosen from the query). Build the index from a folder of notes or exports "
             "first; scraping exports your Perplexity threads as Markdown into the data folder. Every "

@@ -108,6 +108,10 @@ class Plan(Contract):
     hard_keywords: list[str] = Field(default_factory=list)
     hyde_passage: str | None = None
     planner: Literal["rules", "llm"] = "rules"
+    # A follow-up's own words, when the plan searches for its standalone rewrite (the question's text
+    # from the plan stage on), and who rewrote it.
+    follow_up: str | None = None
+    rewritten_by: Literal["rules", "llm"] | None = None
 
 
 class SearchFilters(Contract):
@@ -149,6 +153,9 @@ class Candidate(Contract):
     rerank_score: float | None = None
     passage: str | None = None
     passage_start: int | None = None
+    # The 1-based line of the file where :attr:`text` starts (Markdown and text files, set by the
+    # gateway's search for its callers; ``None`` elsewhere).
+    line: int | None = Field(default=None, ge=1)
 
     @property
     def text(self) -> str:
@@ -308,16 +315,33 @@ class RerankerStatus(Contract):
     detail: str
 
 
+MAX_TURNS_READ = 4
+MAX_TURN_ANSWER_CHARS = 1200
+
+
+class Turn(Contract):
+    """An earlier turn of a conversation, as the planner reads it: what was asked, what was searched
+    for (the standalone question, when the turn was itself a follow-up) and the answer's text."""
+
+    question: str
+    searched_for: str | None = None
+    answer: str = Field(default="", max_length=MAX_TURN_ANSWER_CHARS)
+
+
 class Question(Contract):
     """A question as the gateway accepted it: what the first stage (plan) takes.
 
     Each stage's result is the next stage's input, one type per step of ``shared.topology``'s
     question chain, so what a stage needs is in its signature: ``PlannedQuestion`` always has a plan.
+    A follow-up names its ``conversation_id`` and carries the conversation's latest turns (``history``,
+    oldest first), which the planner reads to make it a standalone question.
     """
 
     question_id: str
     question: str
     options: QuestionOptions = Field(default_factory=QuestionOptions)
+    conversation_id: str | None = None
+    history: list[Turn] = Field(default_factory=list, max_length=MAX_TURNS_READ)
     started_at: float = Field(default_factory=time.time)
     timings_ms: dict[str, float] = Field(default_factory=dict)
 

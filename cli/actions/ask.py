@@ -4,40 +4,68 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.markdown import Markdown
+from rich.markup import escape
 
-from cli.client import GatewayClient, default_client
+from cli.actions.index import run_index
+from cli.client import GatewayClient, GatewayError, default_client
 from cli.console import console, counted, error_console
+from shared.citations import citation_place
 from shared.contracts import Answer, Citation, Event, QuestionOptions, Strategy
 from shared.events import TERMINAL_STAGE, WAITING_STAGE
+from shared.notes import save_note
+
+
+@dataclass(frozen=True)
+class Asked:
+    """An answered question and the conversation it belongs to (what ``--continue`` follows up)."""
+
+    answer: Answer
+    conversation_id: str
 
 
 def ask_question(
-    question: str, strategy: Strategy | None = None, as_json: bool = False, stages: bool = False
-) -> Answer | None:
-    """Ask; a spinner says which stage runs, then the cited answer and a one-line summary (``None`` if
-    it failed or was cancelled). ``stages`` prints each stage's detailed event as it finishes; with
-    ``as_json`` only the answer is printed, as JSON. Ctrl-C cancels the question on the gateway too,
-    so no worker keeps spending time on it."""
+    question: str,
+    strategy: Strategy | None = None,
+    as_json: bool = False,
+    stages: bool = False,
+    conversation_id: str | None = None,
+) -> Asked | None:
+    """Ask (with ``conversation_id``, as a follow-up of that conversation); a spinner says which stage
+    runs, then the cited answer and a one-line summary (``None`` if it failed or was cancelled).
+    ``stages`` prints each stage's detailed event as it finishes; with ``as_json`` only the answer is
+    printed, as JSON. Ctrl-C cancels the question on the gateway too, so no worker keeps spending
+    time on it."""
     client = default_client()
     started = time.perf_counter()
-    question_id = client.ask(question, QuestionOptions(strategy=strategy))
+    accepted = client.submit(question, QuestionOptions(strategy=strategy), conversation_id)
     progress = QuestionProgress()
     try:
-        answer = follow_question(client, question_id, progress, quiet=as_json, stages=stages)
+        answer = follow_question(client, accepted.id, progress, quiet=as_json, stages=stages)
     except KeyboardInterrupt:
-        client.cancel(question_id)
+        client.cancel(accepted.id)
         console.print("[yellow]cancelled[/yellow]")
         return None
     if answer is None:
         return None
     if as_json:
         print(answer.model_dump_json(indent=2))
-        return answer
+        return Asked(answer, accepted.conversation_id)
+    if answer.question != question.strip():
+        console.print(f"[dim]searched for: {escape(answer.question)}[/dim]", highlight=False)
     render_answer(answer)
     console.print(f"[dim]{progress.summary(answer, time.perf_counter() - started)}[/dim]")
-    return answer
+    return Asked(answer, accepted.conversation_id)
+
+
+def latest_conversation() -> str:
+    """The conversation ``hindsight ask --continue`` follows up: that of the latest question."""
+    found = default_client().latest_conversation()
+    if found is None:
+        raise GatewayError(404, "there is no earlier question to continue: ask one without --continue")
+    return found
 
 
 STAGE_WORDS = {
@@ -107,6 +135,16 @@ def render_answer(answer: Answer) -> None:
 
 def citation_line(c: Citation) -> str:
     """``[n] title — path:line`` (what editors and terminals open), or the page for a PDF."""
-    where = f"{c.source_uri}:{c.line}" if c.line else c.source_uri + (f", p. {c.page}" if c.page else "")
     mark = "verified" if c.verified else "[red]unverified[/red]"
-    return f"[{c.number}] {c.title} — {where} ({mark})"
+    return f"[{c.number}] {c.title} — {citation_place(c)} ({mark})"
+
+
+def save_answer(folder: Path, asked: Asked, question: str) -> Path:
+    """Write the answer as a Markdown note in ``folder`` (made if missing), then index the folder so
+    the note is found like any other; the note's path."""
+    folder = folder.expanduser().resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = save_note(folder, question.strip(), asked.answer)
+    console.print(f"saved as {path}", highlight=False, soft_wrap=True)
+    run_index(default_client(), folder)
+    return path

@@ -31,12 +31,17 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Match
 
 from services.gateway.auth import PROTECTED
+from services.gateway.chat_schemas import openai_error, speaks_openai
 from services.gateway.limits import RequestBodyGuard
 from services.gateway.metrics import Metrics, StreamMetrics, running
 from services.gateway.routes import (
+    chat,
+    conversations,
     health,
     index_jobs,
     library,
+    mcp,
+    notes,
     public,
     questions,
     scrape,
@@ -54,6 +59,10 @@ from shared.settings import Settings, get_settings
 log = logging.getLogger(__name__)
 PROTECTED_ROUTERS: list[APIRouter] = [
     questions.router,
+    conversations.router,
+    chat.router,
+    mcp.router,
+    notes.router,
     index_jobs.router,
     watched_folders.router,
     search.router,
@@ -77,7 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         consumer = StreamMetrics(client, metrics, settings.metrics_poll_s, settings.event_ttl_s)
-        async with running(consumer):
+        async with running(consumer), api.state.mcp_sessions.run():
             yield
         await client.aclose()
 
@@ -95,6 +104,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.state.key_file = KeyFile(settings.keys_file)
     api.state.open_streams = Counter()
     api.state.health_cache = HealthCache()
+    api.state.mcp_sessions = mcp.mcp_sessions(api)
     api.add_middleware(RequestBodyGuard, max_bytes=settings.max_request_bytes)
     api.add_middleware(SecurityHeaders, csp=content_security_policy(public.STATIC_DIR / "index.html"))
     api.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings))
@@ -117,12 +127,17 @@ def document_settings(api: FastAPI, settings: Settings) -> None:
     question["maxLength"] = settings.max_question_chars
 
 
-async def refused_fields(_: Request, exc: Exception) -> Response:
+async def refused_fields(request: Request, exc: Exception) -> Response:
     """422 with each refused field's location, message and type; the input itself is not echoed
-    (it may be what cannot be encoded, or a secret pasted into the wrong field)."""
+    (it may be what cannot be encoded, or a secret pasted into the wrong field). On the
+    OpenAI-compatible paths the body also has OpenAI's ``error`` object, which their clients show."""
     assert isinstance(exc, RequestValidationError)
     errors = [{"type": e["type"], "loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
-    return JSONResponse({"detail": errors}, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
+    body: dict[str, object] = {"detail": errors}
+    if speaks_openai(request):
+        sentence = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
+        body.update(openai_error(status.HTTP_422_UNPROCESSABLE_CONTENT, sentence))
+    return JSONResponse(body, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)
 
 
 async def redis_unreachable(_: Request, exc: Exception) -> Response:
@@ -161,4 +176,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
             }
         )
         exc.headers = {**(exc.headers or {}), "Allow": ", ".join(methods)}
+    if speaks_openai(request):
+        body = {"detail": exc.detail, **openai_error(exc.status_code, str(exc.detail))}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
     return await http_exception_handler(request, exc)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from services.gateway.schemas import Evidence
 from services.gateway.thread_source import with_source_context
-from shared.contracts import Citation
-from shared.markdown_source import MARKDOWN_SUFFIXES
+from shared.contracts import Citation, SearchResponse, SourceKind
+from shared.markdown_source import MARKDOWN_SUFFIXES, split_front_matter
 from shared.safe_files import RefusedFileError, read_regular_file
 
 CONTEXT_CHARS = 400
@@ -55,12 +55,8 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
         verified=citation.verified,
         line=citation.line,
     )
-    path = readable_source(citation.source_uri, roots)
-    if path is None:
-        return found
-    try:
-        text = read_regular_file(path, EVIDENCE_MAX_BYTES, roots).decode("utf-8")
-    except (OSError, UnicodeDecodeError, RefusedFileError):
+    text = file_text(citation.source_uri, roots)
+    if text is None:
         return found
     start = nearest_occurrence(text, citation.quote, citation.char_start) if citation.quote else None
     if start is not None:
@@ -69,6 +65,33 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
         found.before = text[max(0, start - CONTEXT_CHARS) : start]
         found.after = text[end : end + CONTEXT_CHARS]
         found.located = True
-    if path.suffix.lower() in MARKDOWN_SUFFIXES:
+    if Path(citation.source_uri).suffix.lower() in MARKDOWN_SUFFIXES:
         with_source_context(found, citation, text)
     return found
+
+
+def file_text(uri: str, roots: list[Path]) -> str | None:
+    """A Markdown or text source's text through the safe open; ``None`` when it cannot be read."""
+    path = readable_source(uri, roots)
+    if path is None:
+        return None
+    try:
+        return read_regular_file(path, EVIDENCE_MAX_BYTES, roots).decode("utf-8")
+    except (OSError, UnicodeDecodeError, RefusedFileError):
+        return None
+
+
+def with_lines(response: SearchResponse, roots: list[Path]) -> SearchResponse:
+    """Each passage of a Markdown or text file with the line of the file it starts on (a Markdown
+    file's offsets count from the end of its front matter); others keep ``None``."""
+    texts: dict[str, str | None] = {}
+    for candidate in response.candidates:
+        uri = candidate.chunk.source_uri
+        if uri not in texts:
+            texts[uri] = file_text(uri, roots)
+        text = texts[uri]
+        if text is None:
+            continue
+        body_start = split_front_matter(text)[1] if candidate.chunk.kind is SourceKind.MARKDOWN else 0
+        candidate.line = text.count("\n", 0, body_start + candidate.text_start) + 1
+    return response

@@ -68,10 +68,13 @@ class QuestionRequest(BaseModel):
 
     question: str = Field(min_length=1, pattern=r"\S")
     options: QuestionOptions = Field(default_factory=QuestionOptions)
+    # The conversation this question follows up (an id from an earlier ``QuestionAccepted``).
+    conversation_id: str | None = Field(default=None, pattern=ID_PATTERN)
 
 
 class QuestionAccepted(BaseModel):
     id: str
+    conversation_id: str
     status_url: str
     events_url: str
 
@@ -90,6 +93,7 @@ class QuestionSummary(BaseModel):
     question: str
     asked_at: float
     status: Literal["pending", "done", "failed"]
+    conversation_id: str
 
 
 class IndexStart(BaseModel):
@@ -136,6 +140,8 @@ class LibraryFolder(BaseModel):
     last_report: ScanReport | None = None
     running: bool = False
     synced_at: float | None = None
+    # For the Perplexity export folder: threads per space.
+    spaces: dict[str, int] = Field(default_factory=dict)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -168,3 +174,27 @@ class Evidence(BaseModel):
     verified: bool = False
     thread_url: str | None = None
     turn_question: str | None = None
+
+
+class ConversationTurn(QuestionSummary):
+    """One question of a conversation with its state: its own answer and citations once done."""
+
+    answer: Answer | None = None
+    error: str | None = None
+
+
+class Conversation(BaseModel):
+    """A conversation's turns, oldest first: what its permalink opens."""
+
+    id: str
+    turns: list[ConversationTurn]
+
+
+class NoteRequest(BaseModel):
+    """Save a question's answer as a Markdown note in a folder inside the roots."""
+
+    folder: FolderPath
+
+
+class NoteSaved(BaseModel):
+    path: str

@@ -78,3 +78,20 @@ class WorkerCensus:
 
 
 census = WorkerCensus()
+
+
+def spoken_list(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(words) if len(words) < 3 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def no_worker_reason(queues: list[Queue]) -> str:
+    """Which stages have no live worker, which workers to start, and how."""
+    plural = "s" if len(queues) > 1 else ""
+    stages = spoken_list([q.value for q in queues])
+    workers = spoken_list([worker_for(q) for q in queues])
+    return (
+        f"no live worker for the {stages} stage{plural} (the {workers} worker{plural}): start "
+        f"{'them' if plural else 'it'} with `hindsight up` (in Docker: `docker compose up -d`); "
+        "`hindsight status` shows what runs"
+    )

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, ValidationError
 
+from services.retriever.deadline import within
 from services.retriever.keywords import hard_keywords, unique
 from shared.contracts import Plan, Strategy
 from shared.interfaces import LLM, ChatMessage, LLMError
@@ -108,14 +107,7 @@ def make_plan(
     """The LLM's plan within ``timeout_s``, or the rule-based plan with the reason it took over."""
     if llm is None:
         return PlanOutcome(rule_based_plan(question, idf, max_keywords))
-    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="planner")
-    future = executor.submit(llm_plan, question, llm, max_tokens, max_keywords)
-    try:
-        return PlanOutcome(future.result(timeout=timeout_s))
-    except FutureTimeout:
-        reason = f"timed out after {timeout_s:g} s"
-    except Exception as exc:  # any backend failure: the rules still answer the question
-        reason = f"{type(exc).__name__}: {exc}"
-    finally:
-        executor.shutdown(wait=False, cancel_futures=True)
+    plan, reason = within(timeout_s, lambda: llm_plan(question, llm, max_tokens, max_keywords))
+    if plan is not None:
+        return PlanOutcome(plan)
     return PlanOutcome(rule_based_plan(question, idf, max_keywords), fallback_reason=reason)

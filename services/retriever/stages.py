@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 
 from services.retriever.exact import ExactSearcher, RipgrepMissingError, find_rg
+from services.retriever.followup import Standalone, standalone_question
 from services.retriever.planner import make_plan
 from services.retriever.search import RetrievalConfig, Retriever
 from shared.contracts import PlannedQuestion, Question, SearchedQuestion
@@ -38,9 +39,17 @@ def plan(
     report: StageReport,
 ) -> PlannedQuestion:
     """What to search for: the LLM's plan within the planner's timeout, else the rules' plan; the
-    user's strategy, when given, overrides the planner's."""
-    outcome = make_plan(
+    user's strategy, when given, overrides the planner's. A follow-up is first made standalone (see
+    :mod:`services.retriever.followup`): the stages after this one work on that question."""
+    standalone = standalone_question(
         question.question,
+        question.history,
+        llm,
+        timeout_s=settings.planner_timeout_s,
+        max_tokens=settings.planner_max_tokens,
+    )
+    outcome = make_plan(
+        standalone.question,
         llm,
         timeout_s=settings.planner_timeout_s,
         max_tokens=settings.planner_max_tokens,
@@ -49,9 +58,24 @@ def plan(
     )
     if question.options.strategy is not None:
         outcome.plan.strategy = question.options.strategy
-    report.detail = outcome.describe()
-    report.data = {"plan": outcome.plan.to_payload(), "fallback_reason": outcome.fallback_reason}
-    return PlannedQuestion(**dict(question), plan=outcome.plan)
+    if standalone.rewritten_by is not None:
+        outcome.plan.follow_up = question.question
+        outcome.plan.rewritten_by = standalone.rewritten_by
+    report.detail = searched_for(standalone) + outcome.describe()
+    report.data = {
+        "plan": outcome.plan.to_payload(),
+        "fallback_reason": outcome.fallback_reason or standalone.fallback_reason,
+        "searched_for": standalone.question,
+    }
+    return PlannedQuestion(**{**dict(question), "question": standalone.question}, plan=outcome.plan)
+
+
+def searched_for(standalone: Standalone) -> str:
+    """What the plan's event says of a follow-up's rewrite (nothing for a question asked alone)."""
+    if standalone.rewritten_by is None:
+        return ""
+    fell_back = f", the LLM's failed: {standalone.fallback_reason}" if standalone.fallback_reason else ""
+    return f"follow-up searched for {standalone.question!r} ({standalone.rewritten_by}{fell_back}); "
 
 
 def search(

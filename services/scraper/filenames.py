@@ -8,34 +8,13 @@ the whole path stays far below every platform's limits.
 from __future__ import annotations
 
 import re
-import unicodedata
 from pathlib import PurePosixPath
 
 from services.scraper.models import Thread
+from shared.file_names import safe_component
 
-_FORBIDDEN = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f-\x9f]')
-_WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$", re.IGNORECASE)
 _SLUG_ID = re.compile(r"[-_]([A-Za-z0-9_.]{8,})$")
-MAX_TITLE_BYTES = 80
 MAX_ID_BYTES = 40
-
-
-def _truncate_utf8(text: str, limit: int) -> str:
-    encoded = text.encode("utf-8")[:limit]
-    return encoded.decode("utf-8", errors="ignore")
-
-
-def safe_component(text: str, limit: int = MAX_TITLE_BYTES, fallback: str = "Untitled") -> str:
-    """One path component: no separators or control characters, no trailing dots or spaces."""
-    cleaned = unicodedata.normalize("NFC", text)
-    cleaned = _FORBIDDEN.sub("_", cleaned)
-    cleaned = " ".join(cleaned.split())
-    cleaned = _truncate_utf8(cleaned, limit).strip(" .")
-    if not cleaned or set(cleaned) <= {"_"}:
-        cleaned = fallback
-    if _WINDOWS_RESERVED.match(cleaned):
-        cleaned = f"_{cleaned}"
-    return cleaned
 
 
 def thread_id(thread: Thread) -> str:

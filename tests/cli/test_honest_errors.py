@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cli.client import detail_sentence
 from shared.api_keys import KeyFile
+from shared.refusals import detail_sentence
 from testing.processes import free_port, wait_for
 from tests.conftest import REPO
 from tests.gateway.conftest import Gateway, hindsight_env, start_gateway

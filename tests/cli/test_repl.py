@@ -58,6 +58,14 @@ def test_repl_menu_runs_the_whole_local_workflow(tmp_path: Path) -> None:
         repl.expect(r"\[1\] ")
         repl.expect("choose")
 
+        repl.sendline("How often is it fed?")  # a follow-up of the question before
+        repl.expect(r"searched for: How often is it fed\? \(sourdough starter called\)", timeout=120)
+        repl.expect("every Sunday")
+        repl.expect("choose")
+        repl.sendline("n")
+        repl.expect("a new conversation")
+        repl.expect("choose")
+
         _scripts_get_json(env, samples)
 
         repl.sendline("7")

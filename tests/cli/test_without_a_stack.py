@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+from mcp.types import TextContent
 
 from testing.processes import free_port
 from tests.conftest import REPO
@@ -47,3 +51,28 @@ def test_a_command_that_needs_the_gateway_says_it_is_unreachable_without_a_trace
     assert result.returncode == 1
     assert "Hindsight isn't running — start it with `hindsight up`" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_mcp_tools_say_hindsight_is_not_running_as_the_cli_does(tmp_path: Path) -> None:
+    """``hindsight mcp`` with no gateway: the official client lists the tools, and a call is a tool
+    error with the CLI's sentence, not a crash of the server."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env.update(
+        PYTHONPATH=str(REPO),
+        HINDSIGHT_DATA_DIR=str(tmp_path),
+        HINDSIGHT_GATEWAY_URL=f"http://127.0.0.1:{free_port()}",
+    )
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "cli.main", "mcp"], env=env, cwd=str(REPO)
+    )
+
+    async def session() -> tuple[set[str], bool, str]:
+        async with Client(server, read_timeout_seconds=60) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            called = await client.call_tool("ask", {"question": "What is my sourdough starter called?"})
+            text = called.content[0].text if isinstance(called.content[0], TextContent) else ""
+            return names, called.is_error, text
+
+    names, is_error, text = asyncio.run(session())
+    assert names == {"search", "ask", "get_passage", "list_sources"}
+    assert is_error and text.endswith("Hindsight isn't running — start it with `hindsight up`")

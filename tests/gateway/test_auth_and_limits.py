@@ -8,6 +8,8 @@ import threading
 import time
 
 import httpx
+import openai
+import pytest
 import redis
 
 from services.gateway.metrics import kind_key
@@ -236,3 +238,24 @@ def test_unknown_ids_get_404_while_an_accepted_question_is_pending_before_its_fi
     with client.stream("GET", accepted["events_url"]) as stream:
         assert stream.status_code == 200
         assert stream.headers["content-type"].startswith("text/event-stream")
+
+
+def test_the_openai_compatible_endpoint_has_the_api_s_keys_and_limits_in_openai_s_errors(
+    gateway: Gateway,
+) -> None:
+    """The official client's exceptions carry the gateway's own sentences."""
+    _, key = new_key(gateway)
+    client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=key, max_retries=0)
+    too_long = [{"role": "user", "content": "why " * 100}]
+    with pytest.raises(
+        openai.UnprocessableEntityError, match="the question is 399 characters; the limit is 300"
+    ):
+        client.chat.completions.create(model="hindsight", messages=too_long)
+    not_last = [{"role": "user", "content": "why?"}, {"role": "assistant", "content": "because"}]
+    with pytest.raises(openai.UnprocessableEntityError, match="the last message must be the user's question"):
+        client.chat.completions.create(model="hindsight", messages=not_last)
+    wrong = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="hs_wrong", max_retries=0)
+    with pytest.raises(openai.AuthenticationError, match="Error code: 401 - "):
+        wrong.models.list()
+    refused = httpx.post(f"{gateway.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert refused.status_code == 401 and "missing API key" in refused.json()["detail"]

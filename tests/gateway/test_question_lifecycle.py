@@ -65,3 +65,18 @@ def test_cancel_ends_a_pending_question_and_removes_it(gateway: Gateway) -> None
     assert accepted["id"] not in [q["id"] for q in client.get("/v1/questions").json()]
     assert client.delete(accepted["status_url"]).status_code == 404
     assert client.delete("/v1/questions/nope").status_code == 404
+
+
+def test_a_cancelled_follow_up_leaves_its_conversation_as_it_leaves_the_history(gateway: Gateway) -> None:
+    client = gateway.client(key_for(gateway))
+    first = client.post("/v1/questions", json={"question": "first question"}).json()
+    assert first["conversation_id"] == first["id"]  # a question starts the conversation it names
+    follow_up = {"question": "and the second?", "conversation_id": first["conversation_id"]}
+    second = client.post("/v1/questions", json=follow_up).json()
+    assert second["conversation_id"] == first["id"]
+    path = f"/v1/conversations/{first['id']}"
+    assert [t["id"] for t in client.get(path).json()["turns"]] == [first["id"], second["id"]]
+
+    assert client.delete(f"/v1/questions/{second['id']}").status_code == 200
+    assert [t["id"] for t in client.get(path).json()["turns"]] == [first["id"]]
+    assert second["id"] not in {h["id"] for h in client.get("/v1/questions").json()}

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 from services.scraper.checkpoint import CHECKPOINT_NAME, CheckpointStore, content_hash
-from services.scraper.filenames import safe_component, thread_relpath
+from services.scraper.filenames import thread_relpath
 from services.scraper.markdown import render_thread
 from services.scraper.models import Source, Thread, Turn
 from services.scraper.writer import ThreadWriter, WriteOutcome
+from shared.file_names import safe_component
 
 
 def _thread(**changes: object) -> Thread:

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from cli.local_key import client_key, ensure_local_key
@@ -68,9 +69,17 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         local.start(gateway_spec(), gateway_env)
         key = client_key(settings) or ""
         wait_for(lambda: "ready" in (local.run_dir / "retriever.log").read_text(), 120, "the retriever")
+        wait_for(lambda: gateway_answers(settings.gateway_url), 60, "the gateway")
         yield settings, key
     finally:
         local.down()
+
+
+def gateway_answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 @pytest.mark.timeout(900)

@@ -1,6 +1,7 @@
 """The web page in real Chromium at 1280 and 390 px against the real local stack: the answer first,
 its sources and stage summary, history and permalinks, copy, search with filters, the library, dark
-mode, a clickable ``[n]`` on a phone, a question with no worker to take it, and a wrong key."""
+mode, a clickable ``[n]`` on a phone, a question with no worker to take it, a wrong key, a follow-up
+in a conversation's thread, and an answer saved as a note."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 QUESTION = "What is my sourdough starter called?"
+FOLLOW_UP = "How often is it fed?"
 ANSWER_TIMEOUT_MS = 90_000
 NO_WORKER = (
     "no live worker for the retrieve, rerank, map and reduce stages "
@@ -97,7 +99,7 @@ def test_history_lists_the_question_and_its_permalink_reopens_the_answer(
     ask(page, QUESTION)
     expect(page.locator("#history li a").first).to_have_text(QUESTION)
     permalink = page.locator("#permalink").get_attribute("href")
-    assert permalink and permalink.startswith("#q=")
+    assert permalink and permalink.startswith("#c=")  # the question's conversation
 
     again = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["phone"])
     again.goto(f"{stack.url}/{permalink}")
@@ -214,3 +216,54 @@ def test_a_wrong_key_is_reported_as_soon_as_the_page_opens(browser: Browser, sta
     expect(banner).to_be_visible()
     expect(banner).to_contain_text("The API key was refused")
     screenshot(page, "wrong-key-desktop")
+
+
+def test_a_follow_up_is_answered_under_its_thread_and_the_permalink_reopens_the_conversation(
+    browser: Browser, stack: Stack
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    ask(page, QUESTION)
+    page.fill("#follow-up", FOLLOW_UP)
+    page.click("#follow-up-ask")
+    expect(page.locator("#answer-question")).to_have_text(FOLLOW_UP)
+    page.wait_for_selector("#answer a.cite", timeout=ANSWER_TIMEOUT_MS)
+    expect(page.locator("#answer")).to_contain_text("gets fed every Sunday")
+    expect(page.locator("#searched-for")).to_have_text(
+        "Searched for: How often is it fed? (sourdough starter called)"
+    )
+    expect(page.locator("#thread h3")).to_have_text([QUESTION])
+    expect(page.locator("#thread")).to_contain_text("Clint")
+    page.locator("#thread a.cite").first.click()  # the first turn keeps its own citations
+    expect(page.locator("#evidence mark")).to_contain_text("My starter is called Clint")
+    screenshot(page, "follow-up-thread")
+
+    permalink = page.locator("#permalink").get_attribute("href")
+    assert permalink and permalink.startswith("#c=")
+    again = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["phone"])
+    again.goto(f"{stack.url}/{permalink}")
+    again.reload()
+    expect(again.locator("#thread h3")).to_have_text([QUESTION])
+    expect(again.locator("#answer-question")).to_have_text(FOLLOW_UP)
+    expect(again.locator("#answer")).to_contain_text("gets fed every Sunday")
+    assert no_sideways_scroll(again)
+    screenshot(again, "follow-up-permalink-phone")
+
+
+def test_save_as_note_writes_the_answer_with_links_to_the_cited_lines(browser: Browser, stack: Stack) -> None:
+    folder = stack.library / "saved-answers"
+    folder.mkdir(exist_ok=True)
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    ask(page, QUESTION)
+    page.fill("#note-folder", str(folder))
+    page.click("#save-note")
+    expect(page.locator("#copy-status")).to_contain_text(
+        f"saved as {folder}/What is my sourdough starter called_ ("
+    )
+    [note] = folder.glob("*.md")
+    text = note.read_text()
+    assert text.startswith('---\ntitle: "What is my sourdough starter called?"\n')
+    assert text.endswith("\n[1]: <../samples/notes/sourdough.md#L3>\n")  # what the body's [1] links to
+    assert (
+        "1. [Sourdough notes — " in text
+        and "sourdough.md:3](../samples/notes/sourdough.md#L3) (verified)" in text
+    )

@@ -8,12 +8,14 @@ time it is read, so the last sync stays known after the job's events expire.
 
 from __future__ import annotations
 
+import asyncio
 import time
+from pathlib import Path
 from typing import Annotated, cast
 
 from fastapi import APIRouter, Query, status
 
-from services.gateway.deps import RedisDep
+from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.schemas import IndexJobStarted, LibraryFolder
 from shared.contracts import ScanReport
 from shared.events import index_report_key
@@ -46,12 +48,30 @@ async def folder_entry(client: RedisDep, root: str, watched: bool) -> LibraryFol
     return LibraryFolder(root=root, watched=watched, last_report=report, running=running, synced_at=synced_at)
 
 
+def export_spaces(root: str, export_root: Path) -> dict[str, int]:
+    """Threads per Perplexity space (a folder of Markdown files each) when ``root`` is the export
+    folder; links are not followed."""
+    if Path(root) != export_root or not export_root.is_dir():
+        return {}
+    return {
+        space.name: sum(
+            1 for f in space.iterdir() if f.suffix == ".md" and f.is_file() and not f.is_symlink()
+        )
+        for space in sorted(export_root.iterdir())
+        if space.is_dir() and not space.is_symlink()
+    }
+
+
 @router.get("/library", response_model=list[LibraryFolder])
-async def library(client: RedisDep) -> list[LibraryFolder]:
-    """Every known folder, by path: watched or not, its last sync's report, whether a sync runs."""
+async def library(client: RedisDep, settings: SettingsDep) -> list[LibraryFolder]:
+    """Every known folder, by path: watched or not, its last sync's report, whether a sync runs; the
+    Perplexity export folder with its threads per space."""
     watched = set(cast(list[str], await client.hkeys(WATCHED_ROOTS_KEY)))
     indexed = set(cast(list[str], await client.hkeys(JOBS_KEY)))
-    return [await folder_entry(client, root, root in watched) for root in sorted(watched | indexed)]
+    folders = [await folder_entry(client, root, root in watched) for root in sorted(watched | indexed)]
+    for folder in folders:
+        folder.spaces = await asyncio.to_thread(export_spaces, folder.root, settings.export_root)
+    return folders
 
 
 @router.delete("/library", status_code=status.HTTP_204_NO_CONTENT)

@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, cast
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from sse_starlette.sse import EventSourceResponse
 
+from services.gateway.asking import accept_question
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.evidence import evidence_for
-from services.gateway.limits import enforce_backpressure
-from services.gateway.metrics import kind_key, require_known_stream, track
+from services.gateway.history import (
+    HISTORY_KEPT,
+    forget,
+    history_key,
+    kept_questions,
+    question_state,
+    stored_answer,
+    summary_fields,
+)
+from services.gateway.metrics import kind_key, require_known_stream
 from services.gateway.schemas import (
     EVENT_STREAM_RESPONSES,
     Evidence,
@@ -32,63 +39,20 @@ from services.gateway.schemas import (
     error_responses,
 )
 from services.gateway.streaming import STREAM_START, LastEventId, event_stream
-from services.gateway.worker_census import census, worker_for
-from services.gateway.workflow import start_question
-from shared.contracts import Answer, Event, Question
+from services.gateway.worker_census import census, no_worker_reason
+from shared.contracts import Event
 from shared.events import (
     TERMINAL_STAGE,
     WAITING_STAGE,
-    StreamEntries,
-    answer_key,
     cancelled_key,
-    decode_entry,
-    events_key,
     fail_question,
     redis_client,
 )
 from shared.index_jobs import allowed_roots
-from shared.logging import bind_question
-from shared.settings import Settings
-from shared.topology import QUESTION_QUEUES, Queue
+from shared.topology import QUESTION_QUEUES
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1/questions", tags=["questions"])
-HISTORY_KEPT = 200
-
-
-def history_key(caller: str) -> str:
-    """A sorted set of the caller's question ids, scored by when each was asked."""
-    return f"hindsight:history:{caller}"
-
-
-def asked_key(question_id: str) -> str:
-    """The question as it was accepted (its text and options), kept as long as its events."""
-    return f"hindsight:question:{question_id}"
-
-
-def spoken_list(words: list[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return " and ".join(words) if len(words) < 3 else f"{', '.join(words[:-1])} and {words[-1]}"
-
-
-def no_worker_reason(queues: list[Queue]) -> str:
-    """Which stages have no live worker, which workers to start, and how."""
-    plural = "s" if len(queues) > 1 else ""
-    stages = spoken_list([q.value for q in queues])
-    workers = spoken_list([worker_for(q) for q in queues])
-    return (
-        f"no live worker for the {stages} stage{plural} (the {workers} worker{plural}): start "
-        f"{'them' if plural else 'it'} with `hindsight up` (in Docker: `docker compose up -d`); "
-        "`hindsight status` shows what runs"
-    )
-
-
-async def refuse_without_workers(settings: Settings) -> None:
-    if not settings.refuse_without_workers:
-        return
-    missing = await census.without_worker(QUESTION_QUEUES)
-    if missing:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, no_worker_reason(missing))
 
 
 @router.post(
@@ -100,40 +64,18 @@ async def refuse_without_workers(settings: Settings) -> None:
 async def ask(
     body: QuestionRequest, request: Request, client: RedisDep, settings: SettingsDep
 ) -> QuestionAccepted:
-    question = body.question.strip()
-    if not question:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "the question is empty")
-    if len(question) > settings.max_question_chars:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_ENTITY,
-            f"the question is {len(question)} characters; the limit is {settings.max_question_chars}",
-        )
-    await enforce_backpressure(request, client, QUESTION_QUEUES, settings)
-    await refuse_without_workers(settings)
-    question_id = uuid.uuid4().hex
-    accepted = Question(question_id=question_id, question=question, options=body.options)
-    with bind_question(question_id):
-        log.info("question accepted", extra={"caller": request.state.caller, "chars": len(question)})
-        await track(client, "q", question_id, settings.event_ttl_s)
-        await remember(client, request.state.caller, accepted, settings.event_ttl_s)
-        await asyncio.to_thread(start_question, accepted)
+    """Accept a question; with ``conversation_id`` it is a follow-up of that conversation (404 when the
+    caller has none by that id), else it starts one named by its own id."""
+    accepted = await accept_question(
+        request, client, settings, body.question, body.options, body.conversation_id
+    )
+    question_id = accepted.question_id
     return QuestionAccepted(
         id=question_id,
+        conversation_id=accepted.conversation_id or question_id,
         status_url=f"/v1/questions/{question_id}",
         events_url=f"/v1/questions/{question_id}/events",
     )
-
-
-async def remember(client: RedisDep, caller: str, question: Question, ttl_s: int) -> None:
-    """Add the question to its caller's history (the newest :data:`HISTORY_KEPT`, for ``ttl_s``)."""
-    key = history_key(caller)
-    pipe = client.pipeline()
-    pipe.set(asked_key(question.question_id), question.model_dump_json(), ex=ttl_s)
-    pipe.zadd(key, {question.question_id: question.started_at})
-    pipe.zremrangebyscore(key, "-inf", time.time() - ttl_s)
-    pipe.zremrangebyrank(key, 0, -HISTORY_KEPT - 1)
-    pipe.expire(key, ttl_s)
-    await pipe.execute()
 
 
 @router.get("", response_model=list[QuestionSummary])
@@ -142,39 +84,9 @@ async def history(
 ) -> list[QuestionSummary]:
     """The caller's recent questions, newest first, each with its status."""
     ids = cast(list[str], await client.zrevrange(history_key(request.state.caller), 0, limit - 1))
-    summaries = []
-    for question_id in ids:
-        raw = await client.get(asked_key(question_id))
-        if raw is None:
-            continue
-        asked = Question.model_validate_json(raw)
-        state = await question_state(client, question_id)
-        summaries.append(
-            QuestionSummary(
-                id=question_id, question=asked.question, asked_at=asked.started_at, status=state.status
-            )
-        )
-    return summaries
-
-
-async def stored_answer(client: RedisDep, question_id: str) -> Answer | None:
-    raw = await client.get(answer_key(question_id))
-    return Answer.model_validate_json(raw) if raw else None
-
-
-async def last_event(client: RedisDep, question_id: str) -> Event | None:
-    last = cast(StreamEntries, await client.xrevrange(events_key(question_id), count=1))
-    return decode_entry(last[0][1]) if last else None
-
-
-async def question_state(client: RedisDep, question_id: str) -> QuestionStatus:
-    answer = await stored_answer(client, question_id)
-    if answer:
-        return QuestionStatus(id=question_id, status="done", answer=answer)
-    event = await last_event(client, question_id)
-    if event is not None and event.stage == TERMINAL_STAGE and event.status == "failed":
-        return QuestionStatus(id=question_id, status="failed", error=event.detail)
-    return QuestionStatus(id=question_id, status="pending")
+    return [
+        QuestionSummary(**summary_fields(asked, state)) for asked, state in await kept_questions(client, ids)
+    ]
 
 
 async def refuse_cancelled(client: RedisDep, question_id: str) -> None:
@@ -207,7 +119,7 @@ async def cancel(
     await client.set(cancelled_key(question_id), "1", ex=settings.event_ttl_s)
     reason = "cancelled by the person who asked"
     await asyncio.to_thread(fail_question, question_id, reason, redis_client(settings.redis_url))
-    await client.zrem(history_key(request.state.caller), question_id)
+    await forget(client, request.state.caller, question_id)
     return await question_state(client, question_id)
 
 

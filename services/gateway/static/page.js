@@ -7,6 +7,8 @@ const STAGE_WORDS = {
   map: "Reading the passages", reduce: "Writing the answer", waiting: "Waiting for a worker",
 };
 let asking = null; // { id, controller, candidates, started } while a question streams
+let conversation = null; // { id, turns: [{ question, answer }] }: the turns above the current one
+let current = null; // { question, answer }: the turn on show
 
 // ---------- key, API, server-sent events ----------
 
@@ -225,29 +227,38 @@ function summaryLine(answer, candidates) {
   return parts.join(" · ");
 }
 
-function renderAnswer(answer, candidates) {
+function answerBody(answer) {
+  // The answer's Markdown as paragraphs and lists, each [n] a link to its evidence.
   const byNumber = new Map(answer.citations.map((c) => [c.number, c]));
-  const container = $("answer");
-  container.replaceChildren();
+  const nodes = [];
   let list = null;
   for (const line of answer.markdown.split("\n")) {
     if (!line.trim()) { list = null; continue; }
     const bullet = line.match(/^\s*[-*]\s+(.*)$/);
-    const target = bullet ? (list ||= container.appendChild(element("ul"))).appendChild(element("li")) : container.appendChild(element("p"));
-    if (!bullet) list = null;
+    if (bullet && !list) nodes.push(list = element("ul"));
+    const target = bullet ? list.appendChild(element("li")) : element("p");
+    if (!bullet) { list = null; nodes.push(target); }
     const text = bullet ? bullet[1] : line;
     let last = 0;
     for (const match of text.matchAll(/\[(\d+)\]/g)) {
       target.append(text.slice(last, match.index));
       const citation = byNumber.get(Number(match[1]));
       const link = element("a", { class: "cite" + (citation && !citation.verified ? " unverified" : ""), "data-n": match[1], href: "#" }, match[0]);
-      if (citation) link.title = `${citation.title} — ${citation.source_uri}`;
+      if (citation) link.title = `${citation.title} — ${citation.source_uri}${citation.line ? `:${citation.line}` : ""}`;
       link.addEventListener("click", (e) => { e.preventDefault(); showEvidence(answer.question_id, Number(match[1])); });
       target.append(link);
       last = match.index + match[0].length;
     }
     target.append(text.slice(last));
   }
+  return nodes;
+}
+
+function renderAnswer(answer, candidates) {
+  $("answer").replaceChildren(...answerBody(answer));
+  const asked = $("answer-question").textContent;
+  $("searched-for").hidden = answer.question === asked;
+  $("searched-for").textContent = `Searched for: ${answer.question}`;
   const supported = answer.verdicts.filter((v) => v.supported).length;
   $("verification").textContent = `${counted(answer.citations.length, "citation")}; ${supported}/${answer.verdicts.length} cited claims supported (${answer.mode} mode)`;
   renderSources(answer.sources_explored);
@@ -255,6 +266,18 @@ function renderAnswer(answer, candidates) {
   $("stage-line").textContent = summaryLine(answer, candidates);
   $("copy").disabled = false;
   $("copy").onclick = () => copyAnswer(answer);
+  current = { question: asked, answer };
+  $("save-note").disabled = false;
+  $("follow-up-form").hidden = !conversation;
+}
+
+function renderThread() {
+  const turns = conversation ? conversation.turns : [];
+  $("thread").replaceChildren(...turns.map((turn) => {
+    const item = element("li", { class: "turn-item" });
+    item.append(element("h3", {}, turn.question), ...answerBody(turn.answer));
+    return item;
+  }));
 }
 
 function renderSources(sources) {
@@ -303,7 +326,12 @@ function openAnswerSection(question, id) {
   $("copy").disabled = true;
   $("evidence-section").hidden = true;
   delete $("evidence-section").dataset.filled;
-  $("permalink").href = `#q=${id}`;
+  $("permalink").href = conversation ? `#c=${conversation.id}` : `#q=${id}`;
+  $("searched-for").hidden = true;
+  $("follow-up-form").hidden = true;
+  $("save-note").disabled = true;
+  current = { question, answer: null };
+  renderThread();
   $("answer-section").dataset.filled = "1";
   $("answer-section").hidden = false;
 }
@@ -341,8 +369,10 @@ $("ask-form").addEventListener("submit", async (e) => {
   try {
     $("ask").disabled = true;
     const accepted = await (await postJson("/v1/questions", { question, options })).json();
+    conversation = { id: accepted.conversation_id, turns: [] };
     const params = hashParams();
-    params.set("q", accepted.id);
+    params.delete("q");
+    params.set("c", accepted.conversation_id);
     setHash(params);
     openAnswerSection(question, accepted.id);
     loadHistory().catch(() => {});
@@ -350,6 +380,41 @@ $("ask-form").addEventListener("submit", async (e) => {
   } catch (error) {
     showError("ask-error", error);
     $("ask").disabled = false;
+  }
+});
+
+$("follow-up-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  clearErrors();
+  const question = $("follow-up").value.trim();
+  if (!question || !conversation || !current || !current.answer) return;
+  try {
+    $("follow-up-ask").disabled = true;
+    const body = { question, conversation_id: conversation.id };
+    const accepted = await (await postJson("/v1/questions", body)).json();
+    conversation.turns.push(current);
+    $("follow-up").value = "";
+    openAnswerSection(question, accepted.id);
+    loadHistory().catch(() => {});
+    await streamQuestion(accepted.id);
+  } catch (error) {
+    showError("ask-error", error);
+  } finally {
+    $("follow-up-ask").disabled = false;
+  }
+});
+
+$("note-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  if (!current || !current.answer) return;
+  const folder = $("note-folder").value.trim();
+  localStorage.setItem("hindsight-notes", folder);
+  try {
+    const saved = await (await postJson(`/v1/questions/${current.answer.question_id}/note`, { folder })).json();
+    $("copy-status").textContent = `saved as ${saved.path}`;
+    await postJson("/v1/index", { root: folder });
+  } catch (error) {
+    $("copy-status").textContent = `not saved: ${error.message}`;
   }
 });
 
@@ -398,32 +463,57 @@ async function loadHistory() {
   if (!entries.length) list.append(element("li", { class: "muted" }, "no questions yet"));
   for (const entry of entries) {
     const item = element("li", { "data-id": entry.id });
-    const link = element("a", { href: `#q=${entry.id}`, title: entry.question }, entry.question);
-    link.addEventListener("click", (e) => { e.preventDefault(); openQuestion(entry.id); });
+    const link = element("a", { href: `#c=${entry.conversation_id}`, title: entry.question }, entry.question);
+    link.addEventListener("click", (e) => { e.preventDefault(); openConversation(entry.conversation_id); });
     item.append(link, element("span", { class: `muted ${entry.status}` }, entry.status === "done" ? new Date(entry.asked_at * 1000).toLocaleDateString() : entry.status));
     list.append(item);
+  }
+}
+
+async function openConversation(id) {
+  // The whole conversation: its earlier turns as the thread, its latest turn as the answer.
+  clearErrors();
+  showTab($("tab-ask"));
+  const params = hashParams();
+  params.delete("q");
+  params.set("c", id);
+  setHash(params);
+  try {
+    const found = await (await api(`/v1/conversations/${id}`)).json();
+    const latest = found.turns[found.turns.length - 1];
+    const earlier = found.turns.slice(0, -1).filter((t) => t.answer);
+    conversation = { id, turns: earlier.map((t) => ({ question: t.question, answer: t.answer })) };
+    await showTurn(latest.question, latest.id, latest);
+  } catch (error) {
+    showError("ask-error", error);
   }
 }
 
 async function openQuestion(id) {
   clearErrors();
   showTab($("tab-ask"));
+  conversation = null;
   const params = hashParams();
   params.set("q", id);
   setHash(params);
   try {
     const state = await (await api(`/v1/questions/${id}`)).json();
-    openAnswerSection(state.answer ? state.answer.question : "…", id);
-    if (state.status === "done") {
-      renderAnswer(state.answer, null);
-    } else if (state.status === "failed") {
-      $("stage-line").textContent = `Failed: ${state.error}`;
-      showError("ask-error", new Error(state.error));
-    } else {
-      await streamQuestion(id);
-    }
+    await showTurn(state.answer ? state.answer.question : "…", id, state);
   } catch (error) {
     showError("ask-error", error);
+  }
+}
+
+async function showTurn(question, id, state) {
+  // One question in the answer section: its answer, its failure, or its stages as they stream.
+  openAnswerSection(question, id);
+  if (state.status === "done") {
+    renderAnswer(state.answer, null);
+  } else if (state.status === "failed") {
+    $("stage-line").textContent = `Failed: ${state.error}`;
+    showError("ask-error", new Error(state.error));
+  } else {
+    await streamQuestion(id);
   }
 }
 
@@ -587,6 +677,9 @@ $("api-key").addEventListener("change", async () => {
   restoreKey();
   if (!(await checkKey())) return;
   loadLibrary();
+  $("note-folder").value = localStorage.getItem("hindsight-notes") || "";
+  const conversationId = hashParams().get("c");
   const id = hashParams().get("q");
-  if (id) openQuestion(id);
+  if (conversationId) openConversation(conversationId);
+  else if (id) openQuestion(id);
 })();
