@@ -186,8 +186,11 @@ class Citation(Contract):
 
     For Markdown and plain-text files ``char_start``/``char_end`` index the file's own text as loaded
     (UTF-8, from its first character, front matter included) and ``line``/``column`` (1-based) are
-    where the quote starts, so ``path:line`` opens it in an editor; ``verified`` means the file holds
-    exactly ``quote`` there now. For PDF and HTML, whose indexed text is extracted rather than the
+    where the quote starts, so ``path:line`` opens it in an editor; ``verified`` means only that the
+    file holds exactly ``quote`` there now ("quote found in file"), not that the quote answers the
+    question: ``rank`` (1 = first among the passages synthesis read) and ``rerank_score`` (the
+    cross-encoder's logit, ``None`` when no model scored it) say how relevant the passage was judged.
+    For PDF and HTML, whose indexed text is extracted rather than the
     file's characters, they index the extracted text and ``line``/``column`` are ``None``.
     """
 
@@ -203,6 +206,21 @@ class Citation(Contract):
     column: int | None = Field(default=None, ge=1)
     quote: str
     verified: bool = False
+    rank: int | None = Field(default=None, ge=1, description="the passage's rank after reranking")
+    rerank_score: float | None = Field(default=None, description="the cross-encoder's logit, if scored")
+
+
+class Relevance(Contract):
+    """How well the passages answer the question, as the pipeline judged it: apart from whether each
+    quote is found in its file. ``judge`` is ``cross-encoder`` when a model scored the passages
+    (``top_score`` its best logit; ``answerable`` that logit against the model's calibrated cut,
+    ``None`` without a cut), ``retrieval`` when none did (the passages keep their fused search order
+    and nothing measured how well they answer)."""
+
+    judge: Literal["cross-encoder", "retrieval"]
+    model: str | None = None
+    top_score: float | None = None
+    answerable: bool | None = None
 
 
 class Verdict(Contract):
@@ -233,6 +251,7 @@ class Answer(Contract):
     verdicts: list[Verdict] = Field(default_factory=list)
     sources_explored: list[SourcePreview] = Field(default_factory=list)
     mode: Literal["extractive", "llm"] = "extractive"
+    relevance: Relevance | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
 

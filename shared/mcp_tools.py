@@ -27,9 +27,10 @@ ConnectGateway = Callable[[Context], httpx.AsyncClient]
 PASSAGE_CHARS = 700
 INSTRUCTIONS = (
     "Hindsight searches the user's own research: their notes, documents and Perplexity.ai threads. "
-    "Use `ask` for a written answer whose [n] markers cite passages at path:line, verified against "
-    "the files; `search` for ranked passages without an answer; `get_passage` to read a cited passage "
-    "in its context; `list_sources` for what is indexed. Quote the citations' path:line to the user."
+    "Use `ask` for a written answer whose [n] markers cite passages at path:line, each quote found in "
+    "its file (which says nothing of whether it answers); `search` for ranked passages without an "
+    "answer; `get_passage` to read a cited passage in its context; `list_sources` for what is "
+    "indexed. Quote the citations' path:line to the user."
 )
 
 
@@ -57,7 +58,9 @@ class CitedPassage(BaseModel):
     line: int | None
     place: str = Field(description="path:line, what editors open")
     quote: str
-    verified: bool = Field(description="the quote was found verbatim in the indexed text")
+    verified: bool = Field(
+        description="quote found in file: the quote is in the indexed text verbatim (not that it answers)"
+    )
 
 
 class AskResult(BaseModel):

@@ -15,7 +15,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from shared.citations import citation_place
+from shared.citations import citation_place, quote_label
 from shared.contracts import Answer, Citation
 from shared.file_names import safe_component
 
@@ -44,7 +44,7 @@ def note_markdown(asked: str, answer: Answer, folder: Path) -> str:
     if answer.citations:
         sources = []
         for c in answer.citations:
-            mark = "verified" if c.verified else "unverified"
+            mark = quote_label(c)
             quote = " ".join(c.quote.split())
             sources.append(
                 f"{c.number}. [{c.title} — {citation_place(c)}]({citation_link(c, folder)}) ({mark})\n"

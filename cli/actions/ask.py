@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from rich.markup import escape
 from cli.actions.index import run_index
 from cli.client import GatewayClient, GatewayError, default_client
 from cli.console import console, counted, error_console
-from shared.citations import citation_place
+from shared.citations import checks_label, quote_label, relevance_label, source_line
 from shared.contracts import Answer, Citation, Event, QuestionOptions, Strategy
 from shared.events import TERMINAL_STAGE, WAITING_STAGE
 from shared.notes import save_note
@@ -51,7 +52,7 @@ def ask_question(
     if answer is None:
         return None
     if as_json:
-        print(answer.model_dump_json(indent=2))
+        print(json.dumps(labelled(answer), indent=2, ensure_ascii=False))
         return Asked(answer, accepted.conversation_id)
     if answer.question != question.strip():
         console.print(f"[dim]searched for: {escape(answer.question)}[/dim]", highlight=False)
@@ -131,12 +132,28 @@ def render_answer(answer: Answer) -> None:
         console.rule("citations")
     for c in answer.citations:
         console.print(citation_line(c), highlight=False)
+    console.print(relevance_label(answer), highlight=False)
+    if answer.citations:
+        console.print(checks_label(answer), highlight=False)
+
+
+def labelled(answer: Answer) -> dict[str, object]:
+    """The answer as JSON with the labels a reader needs: each citation's ``check`` (what its
+    ``verified`` means: the quote found in its file) and the answer's ``how_well_it_answers`` and
+    ``checked`` lines, as the terminal prints them."""
+    data = answer.model_dump(mode="json")
+    for citation, dumped in zip(answer.citations, data["citations"], strict=True):
+        dumped["check"] = quote_label(citation)
+    data["how_well_it_answers"] = relevance_label(answer)
+    data["checked"] = checks_label(answer)
+    return data
 
 
 def citation_line(c: Citation) -> str:
-    """``[n] title — path:line`` (what editors and terminals open), or the page for a PDF."""
-    mark = "verified" if c.verified else "[red]unverified[/red]"
-    return f"[{c.number}] {c.title} — {citation_place(c)} ({mark})"
+    """``[n] title — path:line (quote found in file; passage #1, cross-encoder 4.12)``: the place editors
+    and terminals open (the page for a PDF), a quote not found in red."""
+    line = escape(source_line(c))
+    return line if c.verified else line.replace(quote_label(c), f"[red]{quote_label(c)}[/red]", 1)
 
 
 def save_answer(folder: Path, asked: Asked, question: str) -> Path:

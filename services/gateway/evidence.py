@@ -54,6 +54,8 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
         quote=citation.quote,
         verified=citation.verified,
         line=citation.line,
+        rank=citation.rank,
+        rerank_score=citation.rerank_score,
     )
     text = file_text(citation.source_uri, roots)
     if text is None:

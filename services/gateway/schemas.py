@@ -171,7 +171,9 @@ class Evidence(BaseModel):
     before: str = ""
     after: str = ""
     located: bool = False
-    verified: bool = False
+    verified: bool = Field(default=False, description="quote found in file (not that it answers)")
+    rank: int | None = None
+    rerank_score: float | None = None
     thread_url: str | None = None
     turn_question: str | None = None
 

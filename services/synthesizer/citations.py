@@ -2,8 +2,10 @@
 
 A fact's quote offset counts in the indexed text; the citation's counts in the file as loaded (front
 matter included), with the line and column there, and ``verified`` says the file holds exactly the
-quote at that span. A file that cannot be read as text (PDF, HTML, gone) keeps the indexed offsets and
-is checked against the passage the fact came from.
+quote at that span (found in the file, nothing about whether it answers: the passage's ``rank`` and
+cross-encoder ``rerank_score``, carried on the citation, describe that). A file that cannot be read
+as text (PDF, HTML, gone) keeps the indexed offsets and is checked against the passage the fact came
+from.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ def quote_found(candidate: Candidate, quote: str, quote_start: int) -> bool:
     return offset >= 0 and candidate.text[offset : offset + len(quote)] == quote
 
 
-def cite(number: int, fact: Fact, candidate: Candidate) -> Citation:
+def cite(number: int, fact: Fact, candidate: Candidate, rank: int | None = None) -> Citation:
     chunk = candidate.chunk
     citation = Citation(
         number=number,
@@ -31,6 +33,8 @@ def cite(number: int, fact: Fact, candidate: Candidate) -> Citation:
         char_end=fact.quote_start + len(fact.quote),
         quote=fact.quote,
         verified=quote_found(candidate, fact.quote, fact.quote_start),
+        rank=rank,
+        rerank_score=candidate.rerank_score,
     )
     source = read_source(chunk.source_uri, chunk.kind)
     if source is None:

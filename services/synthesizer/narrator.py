@@ -18,7 +18,9 @@ from shared.interfaces import LLM
 
 TOKENS_PER_SENTENCE = 50
 SENTENCES_PER_PARAGRAPH = 3
-LEADING_MARKUP = re.compile(r"^[#>*\-\s]+")
+# Heading and quote marks and list bullets; a ``*`` or ``-`` only as a bullet (before a space), so an
+# opening ``**bold**`` or ``*emphasis*`` keeps both its halves.
+LEADING_MARKUP = re.compile(r"^(?:[#>\s]|[-*+](?=\s))+")
 
 
 @dataclass(frozen=True)

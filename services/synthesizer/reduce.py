@@ -25,7 +25,9 @@ from shared.contracts import (
     Citation,
     Fact,
     MapResult,
+    Relevance,
     RerankedQuestion,
+    RerankOutcome,
     SourcePreview,
     Verdict,
 )
@@ -119,13 +121,26 @@ def narrate(question: str, facts: list[Fact], llm: LLM | None) -> tuple[list[Cla
 def number_citations(
     kept: list[CheckedClaim], facts: list[Fact], by_chunk: dict[str, Candidate]
 ) -> tuple[dict[int, int], list[Citation]]:
-    """Fact index → citation number, by first appearance, and the citations themselves."""
+    """Fact index → citation number, by first appearance, and the citations themselves, each with its
+    passage's rank in ``by_chunk`` (built in the reranked order)."""
     numbers: dict[int, int] = {}
     for checked in kept:
         for index in checked.claim.facts:
             numbers.setdefault(index, len(numbers) + 1)
-    citations = [cite(n, facts[i], by_chunk[facts[i].chunk_id]) for i, n in numbers.items()]
+    rank = {chunk_id: position for position, chunk_id in enumerate(by_chunk, start=1)}
+    citations = [
+        cite(n, facts[i], by_chunk[facts[i].chunk_id], rank[facts[i].chunk_id]) for i, n in numbers.items()
+    ]
     return numbers, citations
+
+
+def relevance(outcome: RerankOutcome) -> Relevance:
+    """What judged how well the passages answer: the cross-encoder when a model scored them."""
+    if outcome.model is None or outcome.top_score is None:
+        return Relevance(judge="retrieval")
+    return Relevance(
+        judge="cross-encoder", model=outcome.model, top_score=outcome.top_score, answerable=outcome.answerable
+    )
 
 
 def verdict(checked: CheckedClaim, numbers: dict[int, int]) -> Verdict:
@@ -164,6 +179,7 @@ def synthesize_answer(
         verdicts=[verdict(c, numbers) for c in checked],
         sources_explored=sources,
         mode="llm" if by_llm else "extractive",
+        relevance=relevance(state.rerank),
     )
     report = ReduceReport(
         skipped_entries=sum(r.skipped_entries for r in results),

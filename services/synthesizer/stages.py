@@ -46,7 +46,11 @@ def reduce(
 ) -> Answer:
     """Every batch's facts to one answer whose ``[n]`` markers cite exact passages."""
     answer, reduced = synthesize_answer(reranked, results, llm, limits)
-    supported = sum(v.supported for v in answer.verdicts)
-    report.detail = f"{len(answer.citations)} citations; {supported}/{len(answer.verdicts)} claims supported"
+    found = sum(c.verified for c in answer.citations)
+    kept = sum(v.supported for v in answer.verdicts)
+    report.detail = (
+        f"{len(answer.citations)} citations, {found} quotes found in their files; "
+        f"{kept}/{len(answer.verdicts)} sentences kept after checking them against their quotes"
+    )
     report.data = asdict(reduced)
     return answer

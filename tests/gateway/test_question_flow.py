@@ -199,7 +199,8 @@ def test_web_page_indexes_asks_streams_stages_and_opens_cited_evidence(stack: St
         first_seen = list(dict.fromkeys(stages))
         assert first_seen == ["plan", "search", "rerank", "map", "reduce"], stages
         expect(page.locator("#stages li[data-stage=rerank] .extra")).to_contain_text("→")
-        expect(page.locator("#verification")).to_contain_text("claims supported")
+        expect(page.locator("#verification")).to_contain_text("quotes found in their files")
+        expect(page.locator("#relevance")).to_contain_text("How well it answers")
 
         citation = page.locator("#answer a.cite").first
         number = citation.get_attribute("data-n")

@@ -131,7 +131,7 @@ def test_cli_continue_asks_the_follow_up_in_the_latest_conversation(stack: Stack
     shown = run_hindsight(stack.env, "ask", "--continue", FOLLOW_UP)
     said = " ".join(shown.split())
     assert "searched for: How often is it fed? (sourdough starter called)" in said
-    assert FEEDING in said and f"{stack.notes / 'sourdough.md'}:3 (verified)" in said
+    assert FEEDING in said and f"{stack.notes / 'sourdough.md'}:3 (quote found in file" in said
     unknown = subprocess.run(
         [sys.executable, "-m", "cli.main", "ask", "-c", "missing", FOLLOW_UP],
         cwd=REPO, env=stack.env, capture_output=True, text=True, timeout=60,
@@ -156,7 +156,7 @@ def test_openai_client_gets_a_cited_answer_streamed_and_not(stack: Stack) -> Non
     content = whole.choices[0].message.content or ""
     extra = whole.model_extra or {}
     cites_feeding({"markdown": content, "citations": extra["citations"]}, stack.notes)
-    assert f"{stack.notes / 'sourdough.md'}:3 (verified)" in content
+    assert f"{stack.notes / 'sourdough.md'}:3 (quote found in file" in content
     assert extra["hindsight"]["searched_for"].startswith(FOLLOW_UP)
 
     chunks = list(client.chat.completions.create(model="hindsight", messages=messages, stream=True))
@@ -243,4 +243,4 @@ def test_cli_save_writes_the_answer_as_a_note_linking_its_citations_and_indexes_
     link = os.path.relpath(stack.notes / "sourdough.md", folder) + "#L3"
     text = note.read_text()
     assert text.startswith(f'---\ntitle: "{FIRST}"\n') and f"# {FIRST}\n" in text
-    assert f"sourdough.md:3]({link}) (verified)" in text and text.endswith(f"\n[1]: <{link}>\n")
+    assert f"sourdough.md:3]({link}) (quote found in file)" in text and text.endswith(f"\n[1]: <{link}>\n")

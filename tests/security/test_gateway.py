@@ -137,7 +137,10 @@ def test_the_page_runs_only_its_own_script_and_cannot_be_framed_or_sniffed(gatew
     parser.feed(PAGE.read_text())
     inline = source_hashes(parser.blocks["script"])
     assert f"script-src 'self'{' ' + inline if inline else ''};" in policy
-    assert httpx.get(gateway.url + "/static/page.js").headers["content-type"].startswith("text/javascript")
+    for script in ("page.js", "markdown-it.min.js", "purify.min.js"):  # the renderer and sanitiser too
+        served = httpx.get(f"{gateway.url}/static/{script}")
+        assert served.headers["content-type"].startswith("text/javascript")
+    assert httpx.get(gateway.url + "/static/licenses").status_code == 404
     assert httpx.get(gateway.url + "/static/index.html").status_code == 404, "only the page's own files"
     assert "frame-ancestors 'none'" in policy and "default-src 'none'" in policy
     assert response.headers["x-content-type-options"] == "nosniff"

@@ -38,7 +38,7 @@ def test_a_note_links_its_markers_and_sources_to_the_cited_lines_relative_to_its
     assert 'searched_for: "How often is it fed? (sourdough starter called)"' in text
     assert "\n# How often is it fed?\n\nIt lives in the fridge and gets fed every Sunday. [1]\n" in text
     link = "../my%20notes/sourdough.md#L3"
-    assert f"1. [Sourdough notes — {source}:3]({link}) (verified)\n   > It lives" in text
+    assert f"1. [Sourdough notes — {source}:3]({link}) (quote found in file)\n   > It lives" in text
     assert text.endswith(f"\n[1]: <{link}>\n")
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from services.synthesizer.extractive import extract_facts
 from services.synthesizer.fact_selection import compress, relevance_gate
 from services.synthesizer.llm_map import llm_extract_facts
+from services.synthesizer.narrator import clean_sentence
 from services.synthesizer.prompts import map_messages
 from services.synthesizer.quotes import locate_quote
 from services.synthesizer.reduce import NO_ANSWER, ReduceLimits, synthesize_answer
@@ -241,3 +242,39 @@ def test_extractive_facts_are_statements_never_headings_or_questions() -> None:
     assert [f.quote for f in facts] == ["The train from Zurich to Milan takes three hours."]
     found = facts[0]
     assert text[found.quote_start : found.quote_start + len(found.quote)] == found.quote
+
+
+def test_citations_carry_their_passage_rank_and_the_answer_says_what_judged_relevance() -> None:
+    """No cross-encoder scored the passages: the answer's relevance is the search order, each citation
+    has its passage's rank and no score; a model's scores travel to the citation and the answer."""
+    state, results = mapped("How long does the train from Zurich to Milan take?")
+    answer, _ = synthesize_answer(state, results, None, LIMITS)
+    assert answer.relevance is not None and answer.relevance.judge == "retrieval"
+    ranks = {c.chunk.id: n for n, c in enumerate(state.candidates, start=1)}
+    assert answer.citations and all(
+        c.rank == ranks[c.chunk_id] and c.rerank_score is None for c in answer.citations
+    )
+
+    scored = state.model_copy(
+        update={
+            "candidates": [
+                c.model_copy(update={"rerank_score": 3.5 - i}) for i, c in enumerate(state.candidates)
+            ],
+            "rerank": state.rerank.model_copy(
+                update={"model": "ms-marco", "top_score": 3.5, "answerable": True}
+            ),
+        }
+    )
+    answer, _ = synthesize_answer(scored, results, None, LIMITS)
+    assert answer.relevance is not None and answer.relevance.judge == "cross-encoder"
+    assert (answer.relevance.top_score, answer.relevance.answerable) == (3.5, True)
+    assert all(c.rerank_score == 3.5 - (c.rank or 0) + 1 for c in answer.citations)
+
+
+def test_a_quoted_sentence_loses_its_list_and_heading_marks_but_keeps_its_opening_bold() -> None:
+    """Debian's libcbor README opens a paragraph with ``**libcbor** is…``: stripping the ``**`` left
+    a lone closing ``**`` in the answer that no renderer could pair."""
+    bold = "**libcbor** is a C library for parsing and generating CBOR."
+    assert clean_sentence(bold) == bold
+    assert clean_sentence("- *Flexible* memory management") == "*Flexible* memory management."
+    assert clean_sentence("## > * Proper handling of UTF-8") == "Proper handling of UTF-8."

@@ -265,5 +265,5 @@ def test_save_as_note_writes_the_answer_with_links_to_the_cited_lines(browser: B
     assert text.endswith("\n[1]: <../samples/notes/sourdough.md#L3>\n")  # what the body's [1] links to
     assert (
         "1. [Sourdough notes — " in text
-        and "sourdough.md:3](../samples/notes/sourdough.md#L3) (verified)" in text
+        and "sourdough.md:3](../samples/notes/sourdough.md#L3) (quote found in file)" in text
     )

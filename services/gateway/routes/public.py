@@ -22,8 +22,14 @@ async def web_page() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
 
-# The page's own files; any other name is 404, so nothing else under the folder is ever served.
-PAGE_ASSETS = {"page.css": "text/css", "page.js": "text/javascript"}
+# The page's own files and the Markdown renderer and sanitiser it vendors (static/licenses/); any
+# other name is 404, so nothing else under the folder is ever served.
+PAGE_ASSETS = {
+    "page.css": "text/css",
+    "page.js": "text/javascript",
+    "markdown-it.min.js": "text/javascript",
+    "purify.min.js": "text/javascript",
+}
 
 
 @router.get("/static/{name}", include_in_schema=False)

@@ -133,19 +133,72 @@ function fileName(uri) {
   return uri.split("/").pop();
 }
 
-// Text with each occurrence of a query word wrapped in <mark>; built from text nodes, never HTML.
-function highlighted(text, words) {
-  const fragment = document.createDocumentFragment();
-  const usable = words.filter((w) => w.length > 1).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  if (!usable.length) { fragment.append(text); return fragment; }
-  const pattern = new RegExp(`(${usable.join("|")})`, "gi");
-  let last = 0;
-  for (const match of text.matchAll(pattern)) {
-    fragment.append(text.slice(last, match.index), element("mark", {}, match[0]));
-    last = match.index + match[0].length;
+// ---------- Markdown, rendered safely ----------
+// markdown-it (raw HTML off: a <script> in a source stays text) then DOMPurify on what it made; the
+// result is a DOM fragment, never assigned as HTML. Links open in a new tab without a referrer.
+// Images become their alt text: the CSP loads none from elsewhere, and a source's badges are noise.
+const markdown = window.markdownit({ html: false, linkify: false, typographer: false });
+markdown.renderer.rules.image = (tokens, index) => markdown.utils.escapeHtml(tokens[index].content);
+
+function sanitised(html) {
+  const fragment = DOMPurify.sanitize(html, { RETURN_DOM_FRAGMENT: true });
+  for (const link of fragment.querySelectorAll("a")) {
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
   }
-  fragment.append(text.slice(last));
   return fragment;
+}
+
+function markdownBlock(text) {
+  return sanitised(markdown.render(text));
+}
+
+function markdownInline(text) {
+  return sanitised(markdown.renderInline(text));
+}
+
+// A title as plain text: `[libcbor](https://…)` reads "libcbor", `**x**` reads "x".
+function plainTitle(text) {
+  return markdownInline(text).textContent;
+}
+
+// Each text node of `root` outside code and links, for marking up words or [n] markers in place.
+function proseTextNodes(root) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+    acceptNode: (node) => (node.parentElement && node.parentElement.closest("code, pre, a") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+  });
+  const nodes = [];
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  return nodes;
+}
+
+// Replace each match of `pattern` in the prose of `root` by the node `make(match)` returns.
+function replaceInText(root, pattern, make) {
+  for (const node of proseTextNodes(root)) {
+    const text = node.textContent;
+    const matches = [...text.matchAll(pattern)];
+    if (!matches.length) continue;
+    const fragment = document.createDocumentFragment();
+    let last = 0;
+    for (const match of matches) {
+      fragment.append(text.slice(last, match.index), make(match));
+      last = match.index + match[0].length;
+    }
+    fragment.append(text.slice(last));
+    node.replaceWith(fragment);
+  }
+  return root;
+}
+
+// A passage with each occurrence of a query word wrapped in <mark>: a Markdown file's rendered, any
+// other kind's as its plain text.
+function highlighted(text, words, isMarkdown) {
+  const root = element("div");
+  if (isMarkdown) root.append(markdownBlock(text));
+  else root.append(text);
+  const usable = words.filter((w) => w.length > 1).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  if (!usable.length) return root;
+  return replaceInText(root, new RegExp(`(${usable.join("|")})`, "gi"), (match) => element("mark", {}, match[0]));
 }
 
 // ---------- filters (chips) ----------
@@ -228,30 +281,47 @@ function summaryLine(answer, candidates) {
 }
 
 function answerBody(answer) {
-  // The answer's Markdown as paragraphs and lists, each [n] a link to its evidence.
+  // The answer's Markdown rendered, each [n] outside code a link to its evidence.
   const byNumber = new Map(answer.citations.map((c) => [c.number, c]));
-  const nodes = [];
-  let list = null;
-  for (const line of answer.markdown.split("\n")) {
-    if (!line.trim()) { list = null; continue; }
-    const bullet = line.match(/^\s*[-*]\s+(.*)$/);
-    if (bullet && !list) nodes.push(list = element("ul"));
-    const target = bullet ? list.appendChild(element("li")) : element("p");
-    if (!bullet) { list = null; nodes.push(target); }
-    const text = bullet ? bullet[1] : line;
-    let last = 0;
-    for (const match of text.matchAll(/\[(\d+)\]/g)) {
-      target.append(text.slice(last, match.index));
-      const citation = byNumber.get(Number(match[1]));
-      const link = element("a", { class: "cite" + (citation && !citation.verified ? " unverified" : ""), "data-n": match[1], href: "#" }, match[0]);
-      if (citation) link.title = `${citation.title} — ${citation.source_uri}${citation.line ? `:${citation.line}` : ""}`;
-      link.addEventListener("click", (e) => { e.preventDefault(); showEvidence(answer.question_id, Number(match[1])); });
-      target.append(link);
-      last = match.index + match[0].length;
-    }
-    target.append(text.slice(last));
-  }
-  return nodes;
+  const root = element("div", { class: "markdown" });
+  root.append(markdownBlock(answer.markdown));
+  replaceInText(root, /\[(\d+)\]/g, (match) => {
+    const citation = byNumber.get(Number(match[1]));
+    const link = element("a", { class: "cite" + (citation && !citation.verified ? " unverified" : ""), "data-n": match[1], href: "#" }, match[0]);
+    if (citation) link.title = `${plainTitle(citation.title)} — ${citation.source_uri}${citation.line ? `:${citation.line}` : ""} (${quoteLabel(citation)})`;
+    link.addEventListener("click", (e) => { e.preventDefault(); showEvidence(answer.question_id, Number(match[1])); });
+    return link;
+  });
+  return [...root.childNodes];
+}
+
+// The labels say what was checked and nothing more (as shared/citations.py words them for the CLI):
+// a quote "found in file" is not a quote that answers; how well it answers is the cross-encoder's.
+function quoteLabel(citation) {
+  return citation.verified ? "quote found in file" : "quote not found in file";
+}
+
+function rankLabel(citation) {
+  if (!citation.rank) return "";
+  if (citation.rerank_score === null || citation.rerank_score === undefined) return `passage #${citation.rank} by search rank`;
+  return `passage #${citation.rank}, cross-encoder ${citation.rerank_score.toFixed(2)}`;
+}
+
+function relevanceLine(judged) {
+  if (!judged) return "How well it answers: not recorded for this answer";
+  if (judged.judge === "retrieval" || judged.top_score === null) return "How well it answers: not scored (no cross-encoder ran; passages in search order)";
+  const best = `the cross-encoder scores the best passage ${judged.top_score.toFixed(2)}`;
+  if (judged.answerable === null || judged.answerable === undefined) return `How well it answers: ${best} (no calibrated cut to say whether it answers)`;
+  return `How well it answers: ${best}, ${judged.answerable ? "at or above" : "under"} its cut for a passage that answers`;
+}
+
+function checksLine(answer) {
+  const found = answer.citations.filter((c) => c.verified).length;
+  const line = `Checked: ${found}/${answer.citations.length} quotes found in their files`;
+  if (answer.mode === "extractive") return `${line}; the sentences are quotes, nothing checked that they answer`;
+  const kept = answer.verdicts.filter((v) => v.supported).length;
+  const judged = answer.verdicts.some((v) => v.method === "llm") ? "an LLM and word overlap" : "word overlap";
+  return `${line}; ${kept}/${answer.verdicts.length} written sentences matched their quotes (${judged})`;
 }
 
 function renderAnswer(answer, candidates) {
@@ -259,8 +329,8 @@ function renderAnswer(answer, candidates) {
   const asked = $("answer-question").textContent;
   $("searched-for").hidden = answer.question === asked;
   $("searched-for").textContent = `Searched for: ${answer.question}`;
-  const supported = answer.verdicts.filter((v) => v.supported).length;
-  $("verification").textContent = `${counted(answer.citations.length, "citation")}; ${supported}/${answer.verdicts.length} cited claims supported (${answer.mode} mode)`;
+  $("relevance").textContent = relevanceLine(answer.relevance);
+  $("verification").textContent = checksLine(answer);
   renderSources(answer.sources_explored);
   $("stage-line").classList.remove("warning");
   $("stage-line").textContent = summaryLine(answer, candidates);
@@ -285,10 +355,15 @@ function renderSources(sources) {
   list.replaceChildren();
   for (const source of sources) {
     const item = element("li", { title: source.source_uri });
-    item.append(element("span", { class: "title" }, source.title || fileName(source.source_uri)));
+    item.append(element("span", { class: "title" }, plainTitle(source.title) || fileName(source.source_uri)));
     const facts = [source.kind, source.space, source.document_date && source.document_date.slice(0, 10)].filter(Boolean);
     item.append(element("span", { class: "where" }, [...facts, fileName(source.source_uri)].join(" · ")));
-    if (source.preview) item.append(element("span", { class: "preview" }, source.preview));
+    if (source.preview) {
+      const preview = element("span", { class: "preview" });
+      // The preview is one line of the passage: its inline Markdown rendered, a heading's marks dropped.
+      preview.append(source.kind === "markdown" ? markdownInline(source.preview.replace(/^#{1,6}\s+/, "")) : source.preview);
+      item.append(preview);
+    }
     list.append(item);
   }
   $("sources-strip").hidden = sources.length === 0;
@@ -319,6 +394,7 @@ function openAnswerSection(question, id) {
   $("answer-question").textContent = question;
   $("answer").replaceChildren();
   $("verification").textContent = "";
+  $("relevance").textContent = "";
   $("sources-strip").hidden = true;
   $("stages").replaceChildren();
   $("stage-details").open = false;
@@ -439,11 +515,13 @@ async function showEvidence(questionId, number) {
     const passage = element("pre");
     passage.append(evidence.before, element("mark", {}, evidence.quote), evidence.after);
     const heading = element("p", { class: "evidence-title" });
-    if (evidence.thread_url) heading.append(element("a", { href: evidence.thread_url, target: "_blank", rel: "noopener noreferrer" }, evidence.title));
-    else heading.append(evidence.title);
+    const title = plainTitle(evidence.title);
+    if (evidence.thread_url) heading.append(element("a", { href: evidence.thread_url, target: "_blank", rel: "noopener noreferrer" }, title));
+    else heading.append(title);
     const parts = [heading];
     if (evidence.turn_question) parts.push(element("p", { class: "turn" }, `Asked: ${evidence.turn_question}`));
-    parts.push(element("p", { class: "muted" }, `${evidence.thread_url || evidence.source_uri}${where} — ${evidence.verified ? "verified" : "unverified"}` +
+    const labels = [quoteLabel(evidence), rankLabel(evidence)].filter(Boolean).join("; ");
+    parts.push(element("p", { class: "muted" }, `${evidence.thread_url || evidence.source_uri}${where} — ${labels}` +
       (evidence.located ? "" : " — source text unavailable, showing the quote")));
     parts.push(passage);
     panel.replaceChildren(...parts);
@@ -539,10 +617,10 @@ $("search-form").addEventListener("submit", async (e) => {
       const chunk = candidate.chunk;
       const item = element("li");
       const head = element("div", { class: "head" });
-      head.append(element("strong", {}, chunk.title), element("span", { class: "muted" }, fileName(chunk.source_uri)));
+      head.append(element("strong", {}, plainTitle(chunk.title)), element("span", { class: "muted" }, fileName(chunk.source_uri)));
       head.append(element("span", { class: "score" }, `score ${candidate.fused_score.toFixed(3)} · ${howFound(candidate.ranks)}`));
-      const text = element("div", { class: "text" });
-      text.append(highlighted((candidate.passage || chunk.text).trim(), words));
+      const text = highlighted((candidate.passage || chunk.text).trim(), words, chunk.kind === "markdown");
+      text.className = chunk.kind === "markdown" ? "text markdown" : "text";
       item.append(head, text);
       $("results").append(item);
     }

@@ -1,0 +1,80 @@
+"""The page renders what it quotes, in real Chromium at 1280 and 390 px against the real local stack:
+Markdown from a real README (Debian's libcbor one) as bold, code and a plain title, through the
+vendored markdown-it and DOMPurify, while a ``<script>`` and an ``onerror`` planted in the source stay
+text and never run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.gateway.conftest import REPO
+from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+README = REPO / "tests" / "fixtures" / "readmes" / "libcbor-README.md"
+ANSWER_TIMEOUT_MS = 90_000
+
+
+@pytest.fixture(scope="module")
+def readmes(stack: Stack) -> Path:
+    """The libcbor README indexed in its own folder of the stack's library."""
+    folder = stack.library / "readmes"
+    folder.mkdir()
+    shutil.copy(README, folder / "README.md")
+    with stack.client() as http:
+        accepted = http.post("/v1/index", json={"root": str(folder)})
+        accepted.raise_for_status()
+        with http.stream("GET", accepted.json()["events_url"], timeout=120) as events:
+            for line in events.iter_lines():
+                if '"stage":"index"' in line.replace(" ", "") and '"status":"done"' in line.replace(" ", ""):
+                    break
+    return folder
+
+
+def nothing_ran(page: Page) -> None:
+    assert page.evaluate("window.__ran") is None
+    assert page.locator("script:not([src]), img[onerror], [onerror]").count() == 0
+
+
+@pytest.mark.parametrize("width_name", list(WIDTHS))
+def test_a_readme_passage_renders_bold_and_code_and_its_planted_script_stays_text(
+    browser: Browser, stack: Stack, readmes: Path, width_name: str
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS[width_name])
+    page.click("#tab-search")
+    page.fill("#search-query", "compile libcbor from source with cmake")
+    page.select_option("#search-mode", "hybrid")
+    page.click("#search")
+    results = page.locator("#results li", has_text="README.md")
+    expect(results.first.locator(".head strong")).to_have_text("libcbor")  # not "[libcbor](https://…"
+    expect(results.locator(".text strong", has_text="libcbor").first).to_be_visible()
+    command = "cmake -DCMAKE_BUILD_TYPE=Release"
+    expect(results.locator(".text pre code", has_text=command).first).to_be_visible()
+    planted = '<script>window.__ran = "script";</script>'
+    expect(results.locator(".text", has_text=planted).first).to_be_visible()
+    assert "**libcbor**" not in "".join(results.all_inner_texts())
+    nothing_ran(page)
+    screenshot(page, f"markdown-search-{width_name}")
+
+
+def test_an_answer_quoting_the_readme_renders_its_markdown_with_working_citations(
+    browser: Browser, stack: Stack, readmes: Path
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    page.fill("#question", "What is libcbor?")
+    page.click("#ask")
+    expect(page.locator("#answer a.cite").first).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
+    expect(page.locator("#answer strong").first).to_have_text("libcbor")
+    expect(page.locator("#answer")).not_to_contain_text("**")
+    expect(page.locator("#sources .title").first).to_have_text("libcbor")
+    expect(page.locator("#relevance")).to_contain_text("How well it answers")
+    expect(page.locator("#verification")).to_contain_text("quotes found in their files")
+    page.locator("#answer a.cite").first.click()
+    expect(page.locator("#evidence mark")).to_be_visible()
+    expect(page.locator("#evidence")).to_contain_text("quote found in file")
+    nothing_ran(page)
+    screenshot(page, "markdown-answer-desktop")
