@@ -11,10 +11,11 @@ from shared.contracts import Answer, Citation
 
 
 def citation_place(c: Citation) -> str:
-    """``/notes/sourdough.md:3``; a PDF's ``/papers/x.pdf, p. 4``; the file alone without either."""
+    """``/notes/sourdough.md:3``; a PDF's ``/papers/x.pdf#page=4`` (what PDF viewers and browsers open
+    at that page); the file alone without either."""
     if c.line:
         return f"{c.source_uri}:{c.line}"
-    return c.source_uri + (f", p. {c.page}" if c.page else "")
+    return c.source_uri + (f"#page={c.page}" if c.page else "")
 
 
 def quote_label(c: Citation) -> str:

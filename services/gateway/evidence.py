@@ -1,34 +1,53 @@
 """The passage around a citation, read from its source file, for the web page's evidence view.
 
 The path is never taken from the request: it is the ``source_uri`` of a citation in an answer the
-pipeline stored, and it must be a text format, read through the safe open (``shared.safe_files``:
-no symlink, a regular file under the roots, size-capped). A citation's span counts in the file's own
-text (front matter included), so the span highlighted is ``text[char_start:char_end]`` when the file
-still holds the quote there; after an edit that moved it, the occurrence nearest the cited offset.
-When the quote cannot be found (PDF, file gone or changed, or refused by the safe open) the quote
-alone is returned, marked as such. A Markdown file's evidence gets its thread context
-(``thread_source``) from the same read of the file.
+pipeline stored, read through the safe open (``shared.safe_files``: no symlink, a regular file under
+the roots, size-capped). A Markdown or text citation's span counts in the file's own text (front
+matter included); a PDF's or an HTML file's counts in the text the indexer extracted, which
+``shared.extracted_text`` extracts here the same way. The span highlighted is
+``text[char_start:char_end]`` when the text still holds the quote there; after an edit that moved
+it, the occurrence nearest the cited offset. A PDF's passage is its whole page, with the page number;
+a text file's has its line. When the quote cannot be found (file gone or changed, or refused by the
+safe open) the quote alone is returned, marked as such. A Markdown file's evidence gets its thread
+context (``thread_source``) from the same read of the file.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from services.gateway.schemas import Evidence
 from services.gateway.thread_source import with_source_context
 from shared.contracts import Citation, SearchResponse, SourceKind
+from shared.extracted_text import html_text, page_at, page_ranges, pdf_text
 from shared.markdown_source import MARKDOWN_SUFFIXES, split_front_matter
 from shared.safe_files import RefusedFileError, read_regular_file
 
 CONTEXT_CHARS = 400
 # Larger files are not read for evidence (the quote alone is returned).
 EVIDENCE_MAX_BYTES = 20 * 1024 * 1024
-TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+# The indexer's default cap on a document's extracted text.
+EVIDENCE_MAX_CHARS = 5_000_000
+TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text"})
+PDF_SUFFIXES = frozenset({".pdf"})
+HTML_SUFFIXES = frozenset({".html", ".htm"})
 
 
-def readable_source(uri: str, roots: list[Path]) -> Path | None:
+@dataclass(frozen=True)
+class SourceText:
+    """The text a citation counts in: the file's own (``extracted`` false) or the indexer's
+    extraction of a PDF (with where each page starts) or an HTML file."""
+
+    text: str
+    extracted: bool = False
+    page_starts: list[int] = field(default_factory=list)
+
+
+def readable_source(uri: str, roots: list[Path], suffixes: frozenset[str] = TEXT_SUFFIXES) -> Path | None:
     path = Path(uri)
-    if not roots or not path.is_absolute() or path.suffix.lower() not in TEXT_SUFFIXES:
+    if not roots or not path.is_absolute() or path.suffix.lower() not in suffixes:
         return None
     return path
 
@@ -57,19 +76,53 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
         rank=citation.rank,
         rerank_score=citation.rerank_score,
     )
-    text = file_text(citation.source_uri, roots)
-    if text is None:
+    source = source_text(citation.source_uri, roots)
+    if source is None:
         return found
-    start = nearest_occurrence(text, citation.quote, citation.char_start) if citation.quote else None
+    start = nearest_occurrence(source.text, citation.quote, citation.char_start) if citation.quote else None
     if start is not None:
-        end = start + len(citation.quote)
-        found.line = text.count("\n", 0, start) + 1
-        found.before = text[max(0, start - CONTEXT_CHARS) : start]
-        found.after = text[end : end + CONTEXT_CHARS]
-        found.located = True
+        with_passage(found, source, start)
     if Path(citation.source_uri).suffix.lower() in MARKDOWN_SUFFIXES:
-        with_source_context(found, citation, text)
+        with_source_context(found, citation, source.text)
     return found
+
+
+def with_passage(found: Evidence, source: SourceText, start: int) -> None:
+    """The text around the quote at ``start``: a PDF's whole page and its number, else some context
+    either side and, in a file's own text, the line."""
+    text, end = source.text, start + len(found.quote)
+    context_start, context_end = max(0, start - CONTEXT_CHARS), end + CONTEXT_CHARS
+    if source.page_starts:
+        found.page = page_at(source.page_starts, start)
+        context_start, context_end = page_ranges(text, source.page_starts)[(found.page or 1) - 1]
+    elif not source.extracted:
+        found.line = text.count("\n", 0, start) + 1
+    found.before, found.after = text[context_start:start], text[end:context_end]
+    found.located, found.extracted = True, source.extracted
+
+
+def source_text(uri: str, roots: list[Path]) -> SourceText | None:
+    """The text a citation of ``uri`` counts in, through the safe open; ``None`` when it cannot be
+    read (refused, gone, not UTF-8, a damaged PDF)."""
+    if (text := file_text(uri, roots)) is not None:
+        return SourceText(text)
+    path = readable_source(uri, roots, PDF_SUFFIXES | HTML_SUFFIXES)
+    if path is None:
+        return None
+    try:
+        raw = read_regular_file(path, EVIDENCE_MAX_BYTES, roots)
+        if path.suffix.lower() in PDF_SUFFIXES:
+            return extracted_pdf(raw)
+        return SourceText(html_text(raw.decode("utf-8-sig")), extracted=True)
+    except Exception:  # refused, gone, not UTF-8, or a damaged PDF (its parser breaks anywhere)
+        return None
+
+
+@lru_cache(maxsize=4)
+def extracted_pdf(raw: bytes) -> SourceText:
+    """A PDF's text as the indexer extracts it (kept for the next citation of the same file)."""
+    pdf = pdf_text(raw, EVIDENCE_MAX_CHARS)
+    return SourceText(pdf.text, extracted=True, page_starts=pdf.page_starts)
 
 
 def file_text(uri: str, roots: list[Path]) -> str | None:

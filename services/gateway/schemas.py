@@ -159,7 +159,8 @@ class Health(BaseModel):
 
 
 class Evidence(BaseModel):
-    """A cited quote with the source text around it (``before`` + ``quote`` + ``after``); for a thread
+    """A cited quote with the source text around it (``before`` + ``quote`` + ``after``; a PDF's whole
+    page, with ``page``); for a thread
     exported from Perplexity, its perplexity.ai address and the question of the turn quoted."""
 
     number: int
@@ -171,6 +172,8 @@ class Evidence(BaseModel):
     before: str = ""
     after: str = ""
     located: bool = False
+    # The passage is in the text extracted from a PDF (its whole page) or an HTML file, not the file's.
+    extracted: bool = False
     verified: bool = Field(default=False, description="quote found in file (not that it answers)")
     rank: int | None = None
     rerank_score: float | None = None

@@ -8,8 +8,6 @@ cannot read is never guessed at: :class:`SkippedFileError` (not a format we read
 
 from __future__ import annotations
 
-import bisect
-import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from shared.contracts import SourceKind
+from shared.extracted_text import TooMuchTextError, html_text, page_at, page_ranges, pdf_text
 from shared.markdown_source import split_front_matter
 from shared.safe_files import FileTooLargeError, RefusedFileError, read_regular_file
 
@@ -33,7 +32,6 @@ SUFFIX_KINDS = {
 }
 H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 SNIFF_BYTES = 8192
-PAGE_SEPARATOR = "\n\n"
 
 
 class SkippedFileError(ValueError):
@@ -54,16 +52,11 @@ class LoadedDocument:
 
     def page_at(self, offset: int) -> int | None:
         """The 1-based page holding character ``offset``, or ``None`` for unpaged documents."""
-        if not self.page_starts:
-            return None
-        return bisect.bisect_right(self.page_starts, offset)
+        return page_at(self.page_starts, offset)
 
     def page_ranges(self) -> list[tuple[int, int]]:
         """Character ranges of the pages (without the separators between them); none when unpaged."""
-        if not self.page_starts:
-            return []
-        ends = [start - len(PAGE_SEPARATOR) for start in self.page_starts[1:]] + [len(self.text)]
-        return list(zip(self.page_starts, ends, strict=True))
+        return page_ranges(self.text, self.page_starts)
 
 
 def kind_for(path: Path) -> SourceKind:
@@ -171,9 +164,7 @@ def load_html(raw: str, path: Path) -> LoadedDocument:
     """Main content as Markdown (headings and code fences survive, navigation and footers do not)."""
     import trafilatura
 
-    text = trafilatura.extract(raw, output_format="markdown", favor_recall=True, include_comments=False)
-    if not text:
-        text = trafilatura.html2txt(raw) or ""
+    text = html_text(raw)
     found = trafilatura.extract_metadata(raw)
     metadata = {}
     if found is not None:
@@ -190,35 +181,22 @@ def load_pdf(raw: bytes, path: Path, max_chars: int) -> LoadedDocument:
     """Pages' text joined by blank lines, with the offset where each page starts; extraction stops
     (and the file is refused) as soon as the text passes ``max_chars``: a small PDF can expand to
     tens of millions of characters."""
-    from pypdf import PdfReader
     from pypdf.errors import FileNotDecryptedError
 
     try:
-        reader = PdfReader(io.BytesIO(raw))
-        if reader.is_encrypted:
-            reader.decrypt("")
-        pages: list[str] = []
-        for pdf_page in reader.pages:
-            pages.append(pdf_page.extract_text() or "")
-            check_text_length(sum(map(len, pages)), max_chars)
-        info = reader.metadata
+        extracted = pdf_text(raw, max_chars)
     except FileNotDecryptedError as exc:
         raise LoadError("encrypted PDF: it needs a password to open") from exc
-    except SkippedFileError:
-        raise
+    except TooMuchTextError as exc:
+        raise SkippedFileError(f"{exc} (HINDSIGHT_MAX_DOCUMENT_CHARS)") from exc
     except Exception as exc:  # a damaged file can break the parser anywhere; all of it means "corrupt"
         raise LoadError(f"corrupt PDF: {type(exc).__name__}: {exc}") from exc
-    if not any(page.strip() for page in pages):
+    if not extracted.text.strip():
         raise SkippedFileError("PDF has no extractable text (scanned images?)")
-    starts, offset = [], 0
-    for page in pages:
-        starts.append(offset)
-        offset += len(page) + len(PAGE_SEPARATOR)
-    title = (info.title if info is not None and info.title else None) or path.stem
     return LoadedDocument(
-        text=PAGE_SEPARATOR.join(pages),
-        title=str(title),
+        text=extracted.text,
+        title=extracted.title or path.stem,
         kind=SourceKind.PDF,
-        metadata={"pages": str(len(pages))},
-        page_starts=starts,
+        metadata={"pages": str(len(extracted.page_starts))},
+        page_starts=extracted.page_starts,
     )

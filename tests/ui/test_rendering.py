@@ -1,7 +1,7 @@
 """The page renders what it quotes, in real Chromium at 1280 and 390 px against the real local stack:
 Markdown from a real README (Debian's libcbor one) as bold, code and a plain title, through the
 vendored markdown-it and DOMPurify, while a ``<script>`` and an ``onerror`` planted in the source stay
-text and never run."""
+text and never run; a PDF's citation, and its source card, open the cited page with the quote marked."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.gateway.conftest import REPO
+from tests.gateway.test_evidence_sources import PAGES
+from tests.indexer.documents import write_pdf
 from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -19,12 +21,8 @@ README = REPO / "tests" / "fixtures" / "readmes" / "libcbor-README.md"
 ANSWER_TIMEOUT_MS = 90_000
 
 
-@pytest.fixture(scope="module")
-def readmes(stack: Stack) -> Path:
-    """The libcbor README indexed in its own folder of the stack's library."""
-    folder = stack.library / "readmes"
-    folder.mkdir()
-    shutil.copy(README, folder / "README.md")
+def index(stack: Stack, folder: Path) -> Path:
+    """Index ``folder`` through the API and wait for the job to finish."""
     with stack.client() as http:
         accepted = http.post("/v1/index", json={"root": str(folder)})
         accepted.raise_for_status()
@@ -33,6 +31,24 @@ def readmes(stack: Stack) -> Path:
                 if '"stage":"index"' in line.replace(" ", "") and '"status":"done"' in line.replace(" ", ""):
                     break
     return folder
+
+
+@pytest.fixture(scope="module")
+def readmes(stack: Stack) -> Path:
+    """The libcbor README indexed in its own folder of the stack's library."""
+    folder = stack.library / "readmes"
+    folder.mkdir()
+    shutil.copy(README, folder / "README.md")
+    return index(stack, folder)
+
+
+@pytest.fixture(scope="module")
+def manuals(stack: Stack) -> Path:
+    """A three-page PDF manual (fpdf2, the indexer tests' maker) indexed in its own folder."""
+    folder = stack.library / "manuals"
+    folder.mkdir()
+    write_pdf(folder / "libtasn1.pdf", PAGES, title="GNU libtasn1 manual")
+    return index(stack, folder)
 
 
 def nothing_ran(page: Page) -> None:
@@ -78,3 +94,24 @@ def test_an_answer_quoting_the_readme_renders_its_markdown_with_working_citation
     expect(page.locator("#evidence")).to_contain_text("quote found in file")
     nothing_ran(page)
     screenshot(page, "markdown-answer-desktop")
+
+
+@pytest.mark.parametrize("width_name", list(WIDTHS))
+def test_a_pdf_citation_and_its_source_card_open_the_cited_page_with_the_quote_marked(
+    browser: Browser, stack: Stack, manuals: Path, width_name: str
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS[width_name])
+    page.fill("#question", "What does asn1_der_coding do?")
+    page.click("#ask")
+    expect(page.locator("#answer a.cite").first).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
+    card = page.locator("#sources li.cited", has_text="libtasn1.pdf").first
+    expect(card).to_contain_text("open cited passage")
+    card.click()
+    evidence = page.locator("#evidence")
+    expect(evidence).to_contain_text(f"{manuals / 'libtasn1.pdf'}#page=2")
+    expect(evidence).to_contain_text("Page 2 of the PDF")
+    expect(evidence.locator("mark")).to_contain_text("asn1_der_coding")
+    expect(evidence.locator("pre")).to_contain_text("Chapter 2. Usage.")
+    expect(evidence.locator("pre")).not_to_contain_text("Chapter 1.")
+    expect(evidence).not_to_contain_text("source text unavailable")
+    screenshot(page, f"pdf-evidence-{width_name}")

@@ -331,7 +331,7 @@ function renderAnswer(answer, candidates) {
   $("searched-for").textContent = `Searched for: ${answer.question}`;
   $("relevance").textContent = relevanceLine(answer.relevance);
   $("verification").textContent = checksLine(answer);
-  renderSources(answer.sources_explored);
+  renderSources(answer);
   $("stage-line").classList.remove("warning");
   $("stage-line").textContent = summaryLine(answer, candidates);
   $("copy").disabled = false;
@@ -350,10 +350,13 @@ function renderThread() {
   }));
 }
 
-function renderSources(sources) {
+function renderSources(answer) {
+  // Each source explored; one the answer cites opens its first cited passage (click, Enter or Space).
+  const sources = answer.sources_explored;
   const list = $("sources");
   list.replaceChildren();
   for (const source of sources) {
+    const cited = answer.citations.find((c) => c.source_uri === source.source_uri);
     const item = element("li", { title: source.source_uri });
     item.append(element("span", { class: "title" }, plainTitle(source.title) || fileName(source.source_uri)));
     const facts = [source.kind, source.space, source.document_date && source.document_date.slice(0, 10)].filter(Boolean);
@@ -364,13 +367,25 @@ function renderSources(sources) {
       preview.append(source.kind === "markdown" ? markdownInline(source.preview.replace(/^#{1,6}\s+/, "")) : source.preview);
       item.append(preview);
     }
+    if (cited) {
+      item.classList.add("cited");
+      item.setAttribute("role", "button");
+      item.setAttribute("tabindex", "0");
+      item.setAttribute("aria-label", `open the passage cited as [${cited.number}] from ${plainTitle(source.title)}`);
+      item.append(element("span", { class: "open" }, `open cited passage [${cited.number}]`));
+      const open = () => showEvidence(answer.question_id, cited.number);
+      item.addEventListener("click", open);
+      item.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(); } });
+    } else {
+      item.append(element("span", { class: "open muted" }, "explored, not cited"));
+    }
     list.append(item);
   }
   $("sources-strip").hidden = sources.length === 0;
 }
 
 function answerMarkdown(answer) {
-  const sources = answer.citations.map((c) => `[${c.number}] ${c.title} — ${c.source_uri}${c.page ? `, p. ${c.page}` : ""}\n    > ${c.quote.replace(/\s+/g, " ")}`);
+  const sources = answer.citations.map((c) => `[${c.number}] ${c.title} — ${c.source_uri}${c.line ? `:${c.line}` : c.page ? `#page=${c.page}` : ""}\n    > ${c.quote.replace(/\s+/g, " ")}`);
   return `## ${answer.question}\n\n${answer.markdown}\n\n### Sources\n\n${sources.join("\n")}\n`;
 }
 
@@ -511,7 +526,7 @@ async function showEvidence(questionId, number) {
   panel.replaceChildren(element("p", { class: "muted" }, "loading…"));
   try {
     const evidence = await (await api(`/v1/questions/${questionId}/citations/${number}`)).json();
-    const where = evidence.line ? `:${evidence.line}` : evidence.page ? `, p. ${evidence.page}` : "";
+    const where = evidence.line ? `:${evidence.line}` : evidence.page ? `#page=${evidence.page}` : "";
     const passage = element("pre");
     passage.append(evidence.before, element("mark", {}, evidence.quote), evidence.after);
     const heading = element("p", { class: "evidence-title" });
@@ -523,6 +538,11 @@ async function showEvidence(questionId, number) {
     const labels = [quoteLabel(evidence), rankLabel(evidence)].filter(Boolean).join("; ");
     parts.push(element("p", { class: "muted" }, `${evidence.thread_url || evidence.source_uri}${where} — ${labels}` +
       (evidence.located ? "" : " — source text unavailable, showing the quote")));
+    if (evidence.located && evidence.extracted) {
+      parts.push(element("p", { class: "muted extracted" }, evidence.page
+        ? `Page ${evidence.page} of the PDF, as text extracted from it (layout and images are not shown)`
+        : "The text extracted from the page (as it was indexed), headings kept"));
+    }
     parts.push(passage);
     panel.replaceChildren(...parts);
     $("evidence-section").scrollIntoView({ block: "nearest" });

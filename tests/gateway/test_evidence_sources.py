@@ -1,0 +1,74 @@
+"""A PDF's and an HTML file's citation opens its passage: the gateway extracts the text the indexer
+indexed (``shared.extracted_text``, the same rules) and finds the quote in it. Real files: PDFs made
+with fpdf2, the loader tests' HTML article; the indexer's own loader gives the offsets a citation has."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from services.gateway.evidence import evidence_for
+from services.indexer.loaders import load_document
+from shared.citations import citation_place
+from shared.contracts import Citation
+from tests.indexer.documents import ARTICLE_HTML, write_pdf
+
+PAGES = [
+    "Chapter 1. Overview. libtasn1 parses and encodes ASN.1 structures with DER.",
+    "Chapter 2. Usage. The function asn1_der_coding encodes a structure in DER, and asn1_der_decoding "
+    "reads one back. Both return ASN1_SUCCESS when they succeed.",
+    "Chapter 3. Errors. asn1_strerror returns a string that describes an error code.",
+]
+
+
+def cite(path: Path, quote: str, page: int | None = None) -> Citation:
+    """A citation as the synthesizer makes one: offsets in the document's extracted text."""
+    text = load_document(path, 10_000_000).text
+    start = text.index(quote)
+    return Citation(
+        number=1,
+        document_id="d",
+        chunk_id="c",
+        title=path.stem,
+        source_uri=str(path),
+        page=page,
+        char_start=start,
+        char_end=start + len(quote),
+        quote=quote,
+        verified=True,
+    )
+
+
+def test_a_pdf_citation_opens_its_whole_page_with_the_quote_and_the_page_number(tmp_path: Path) -> None:
+    pdf = write_pdf(tmp_path / "libtasn1.pdf", PAGES)
+    quote = "The function asn1_der_coding encodes a structure in DER"
+    evidence = evidence_for(cite(pdf, quote, page=2), [tmp_path])
+    assert evidence.located and evidence.extracted and evidence.page == 2 and evidence.line is None
+    page_text = evidence.before + evidence.quote + evidence.after
+    assert page_text.startswith("Chapter 2. Usage.") and "ASN1_SUCCESS" in page_text
+    assert "Chapter 1" not in page_text and "Chapter 3" not in page_text  # the cited page, no other
+    assert citation_place(cite(pdf, quote, page=2)) == f"{pdf}#page=2"
+
+
+def test_an_html_citation_opens_the_extracted_text_around_the_quote_with_its_heading(tmp_path: Path) -> None:
+    page = tmp_path / "rerankers.html"
+    page.write_text(ARTICLE_HTML)
+    quote = "Scoring sixty-four pairs per batch keeps the CPU busy"
+    evidence = evidence_for(cite(page, quote), [tmp_path])
+    assert evidence.located and evidence.extracted and evidence.line is None
+    assert "Batching the pairs" in evidence.before  # the heading above the passage, as indexed
+    assert "Shop our merchandise" not in evidence.before + evidence.after  # navigation is not text
+
+
+def test_a_pdf_that_no_longer_parses_gives_the_quote_alone_and_no_error(tmp_path: Path) -> None:
+    pdf = write_pdf(tmp_path / "manual.pdf", PAGES)
+    citation = cite(pdf, "asn1_strerror returns a string", page=3)
+    pdf.write_bytes(b"%PDF-1.4 damaged after indexing")
+    evidence = evidence_for(citation, [tmp_path])
+    assert not evidence.located and evidence.quote == "asn1_strerror returns a string"
+    assert evidence.before == evidence.after == ""
+
+
+def test_a_pdf_outside_the_roots_is_not_read(tmp_path: Path) -> None:
+    pdf = write_pdf(tmp_path / "elsewhere.pdf", PAGES)
+    evidence = evidence_for(cite(pdf, "asn1_strerror returns a string", page=3), [tmp_path / "notes"])
+    assert not evidence.located and evidence.before == ""
