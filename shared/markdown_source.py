@@ -1,7 +1,8 @@
-"""How a Markdown source file splits into front matter and body.
+"""How a Markdown source file splits into front matter and body, and a heading's plain text.
 
 The indexer chunks the body and the retriever's exact-match leg maps file offsets back to it, so
-both must agree on where the body starts: this module is that one rule.
+both must agree on where the body starts: this module is that one rule. A title taken from a
+heading is its text without the markup (``# [libcbor](https://…)`` is titled "libcbor").
 """
 
 from __future__ import annotations
@@ -16,3 +17,18 @@ def split_front_matter(raw: str) -> tuple[str | None, int]:
     """The front matter's YAML text (``None`` when there is none) and where the body starts."""
     match = FRONT_MATTER.match(raw)
     return (match.group(1), match.end()) if match else (None, 0)
+
+
+def plain_inline(markdown: str) -> str:
+    """The text of one line of Markdown as a reader sees it: links, emphasis and code marks dropped,
+    images as their alt text (markdown-it-py, CommonMark's parser)."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parseInline(markdown)
+    parts = [
+        child.content
+        for token in tokens
+        for child in token.children or []
+        if child.type in {"text", "code_inline", "image"} or child.type.endswith("break")
+    ]
+    return " ".join("".join(p if p else " " for p in parts).split()) or markdown.strip()

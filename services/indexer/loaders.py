@@ -18,7 +18,7 @@ import yaml
 
 from shared.contracts import SourceKind
 from shared.extracted_text import TooMuchTextError, html_text, page_at, page_ranges, pdf_text
-from shared.markdown_source import split_front_matter
+from shared.markdown_source import plain_inline, split_front_matter
 from shared.safe_files import FileTooLargeError, RefusedFileError, read_regular_file
 
 SUFFIX_KINDS = {
@@ -156,7 +156,7 @@ def load_markdown(raw: str, path: Path) -> LoadedDocument:
             metadata = {str(k): metadata_value(v) for k, v in parsed.items() if v is not None}
     text = raw[body_start:]
     heading = H1.search(text)
-    title = metadata.get("title") or (heading.group(1).strip() if heading else path.stem)
+    title = metadata.get("title") or (plain_inline(heading.group(1)) if heading else path.stem)
     return LoadedDocument(text=text, title=title, kind=SourceKind.MARKDOWN, metadata=metadata)
 
 

@@ -8,7 +8,10 @@ import pytest
 
 from services.indexer.loaders import LoadError, SkippedFileError, load_document
 from shared.contracts import SourceKind
+from shared.markdown_source import plain_inline
 from tests.indexer.documents import ARTICLE_HTML, write_pdf
+
+REPO = Path(__file__).parents[2]
 
 LIMIT = 1_000_000
 
@@ -46,6 +49,14 @@ def test_markdown_without_front_matter_takes_its_title_from_the_first_heading(tm
     loaded = load_document(path, LIMIT)
     assert loaded.title == "Real title"
     assert loaded.metadata == {}
+
+
+def test_a_heading_title_is_its_plain_text_without_link_or_emphasis_marks() -> None:
+    """Debian's libcbor README opens with ``# [libcbor](https://github.com/PJK/libcbor)``; its title is
+    what a reader sees, not the link markup (tests/fixtures/readmes/libcbor-README.md)."""
+    loaded = load_document(REPO / "tests" / "fixtures" / "readmes" / "libcbor-README.md", LIMIT)
+    assert loaded.title == "libcbor"
+    assert plain_inline("**Bold** and `code`, ![badge](x.svg)") == "Bold and code, badge"
 
 
 def test_plain_text_is_kept_verbatim(tmp_path: Path) -> None:
