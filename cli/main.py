@@ -150,11 +150,14 @@ def index(
 ) -> None:
     """Index (or re-sync) a folder and show its progress; with --watch, keep it in sync.
 
-    The folder becomes one of the roots Hindsight may read (``roots.txt`` in the data folder)."""
+    The folder becomes one of the roots Hindsight may read (``roots.txt`` in the data folder). Exits 1
+    when nothing could be indexed: the folder was refused, the scan failed, or every new or changed
+    file failed (a scan with some files indexed and some failed exits 0 and lists the failures)."""
     if watch:
         index_and_watch(default_client(), root, get_settings().watch_debounce_ms)
     else:
-        if run_index(default_client(), root, force) is None:
+        report = run_index(default_client(), root, force)
+        if report is None or report.nothing_indexed:
             raise typer.Exit(1)
 
 

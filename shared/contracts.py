@@ -454,6 +454,16 @@ class ScanReport(Contract):
     deleted_files: list[str] = Field(default_factory=list)
     elapsed_s: float = 0.0
 
+    @property
+    def scan_failed(self) -> bool:
+        """The scan itself failed (the folder could not be read), so no file was even looked at."""
+        return self.scanned == 0 and self.failed > 0
+
+    @property
+    def nothing_indexed(self) -> bool:
+        """The scan failed, or every new or changed file it tried to index failed."""
+        return self.scan_failed or (self.failed > 0 and self.failed >= self.new + self.changed)
+
 
 class IndexProgress(Contract):
     """Where a running index job stands: files done of the total, the rate and the time left."""

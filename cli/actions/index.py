@@ -2,8 +2,10 @@
 
 The bar follows the job's event stream: files done of the total, the rate and the ETA the indexer
 computes, the file being indexed; skipped and failed files are printed with their reason as they
-happen and listed again in the final report. Watching re-syncs the folder after every settled burst
-of changes (:class:`shared.folder_watch.RootWatcher`) until Ctrl-C.
+happen and listed again in the final report. When the output is not a terminal (piped, ``| tee``,
+a log file) there is no bar: each event the bar would show is one plain line as it happens.
+Watching re-syncs the folder after every settled burst of changes
+(:class:`shared.folder_watch.RootWatcher`) until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -68,7 +70,30 @@ def bar_update(event: Event) -> BarUpdate | None:
     return None
 
 
+def plain_line(update: BarUpdate) -> str | None:
+    """The line printed for a bar update when the output is not a terminal (``None``: nothing new)."""
+    if update.completed is not None and update.total is not None:
+        done = f"{update.completed}/{update.total} files"
+        return f"{done} · {update.rate} · ETA {update.eta} · {update.description}"
+    return update.description if update.total is None else f"{update.total} files to index"
+
+
+def follow_plainly(client: GatewayClient, job_id: str) -> None:
+    for event in client.index_events(job_id):
+        update = bar_update(event)
+        if update is None:
+            continue
+        if update.line:
+            console.print(update.line, highlight=False, soft_wrap=True)
+        if (line := plain_line(update)) is not None:
+            console.print(line, highlight=False, soft_wrap=True, markup=False)
+
+
 def follow_job(client: GatewayClient, job_id: str) -> None:
+    """The job's progress as a live bar in a terminal, else as plain lines."""
+    if not console.is_terminal:
+        follow_plainly(client, job_id)
+        return
     columns = (
         SpinnerColumn(),
         TextColumn("{task.description:<32.32}"),

@@ -150,10 +150,9 @@ def index_report(
 def publish_report(report: ScanReport) -> dict[str, Any]:
     """Keep the final report for ``GET /v1/index/{job}`` and end the job's event stream with it."""
     store_result(index_report_key(report.job_id), report)
-    scan_failed = report.scanned == 0 and report.failed > 0
     EventStream(report.job_id).emit(
         "index",
-        "failed" if scan_failed else "done",
+        "failed" if report.scan_failed else "done",
         f"{describe(report)}; {report.chunks} chunks in {report.elapsed_s:.1f}s",
         data=report.to_payload(),
     )
