@@ -157,6 +157,9 @@ function markdownInline(text) {
   return sanitised(markdown.renderInline(text));
 }
 
+// Kinds whose indexed text is Markdown: Markdown files, and HTML pages (extracted as Markdown).
+const MARKDOWN_KINDS = new Set(["markdown", "html"]);
+
 // A title as plain text: `[libcbor](https://…)` reads "libcbor", `**x**` reads "x".
 function plainTitle(text) {
   return markdownInline(text).textContent;
@@ -364,7 +367,7 @@ function renderSources(answer) {
     if (source.preview) {
       const preview = element("span", { class: "preview" });
       // The preview is one line of the passage: its inline Markdown rendered, a heading's marks dropped.
-      preview.append(source.kind === "markdown" ? markdownInline(source.preview.replace(/^#{1,6}\s+/, "")) : source.preview);
+      preview.append(MARKDOWN_KINDS.has(source.kind) ? markdownInline(source.preview.replace(/^#{1,6}\s+/, "")) : source.preview);
       item.append(preview);
     }
     if (cited) {
@@ -639,8 +642,8 @@ $("search-form").addEventListener("submit", async (e) => {
       const head = element("div", { class: "head" });
       head.append(element("strong", {}, plainTitle(chunk.title)), element("span", { class: "muted" }, fileName(chunk.source_uri)));
       head.append(element("span", { class: "score" }, `score ${candidate.fused_score.toFixed(3)} · ${howFound(candidate.ranks)}`));
-      const text = highlighted((candidate.passage || chunk.text).trim(), words, chunk.kind === "markdown");
-      text.className = chunk.kind === "markdown" ? "text markdown" : "text";
+      const text = highlighted((candidate.passage || chunk.text).trim(), words, MARKDOWN_KINDS.has(chunk.kind));
+      text.className = MARKDOWN_KINDS.has(chunk.kind) ? "text markdown" : "text";
       item.append(head, text);
       $("results").append(item);
     }
