@@ -20,8 +20,24 @@ def test_packed_inputs_unpack_to_the_same_pairs_rows_and_nearly_the_same_weights
     (pairs / "queries.jsonl").write_text('{"query": "Extracting", "positive": 0, "section": "info:tar#1"}\n')
     shared = {"doc": "d#1", "text": "the same passage, served twice"}
     rows = [
-        {"set": "s", "qid": "1", "query": "q1", "answerable": True, "head": [shared], "tail": [], "qrels": {}},
-        {"set": "s", "qid": "2", "query": "q2", "answerable": False, "head": [shared], "tail": [], "qrels": {}},
+        {
+            "set": "s",
+            "qid": "1",
+            "query": "q1",
+            "answerable": True,
+            "head": [shared],
+            "tail": [],
+            "qrels": {},
+        },
+        {
+            "set": "s",
+            "qid": "2",
+            "query": "q2",
+            "answerable": False,
+            "head": [shared],
+            "tail": [],
+            "qrels": {},
+        },
     ]
     inputs = tmp_path / "inputs.jsonl"
     inputs.write_text("".join(json.dumps(row) + "\n" for row in rows))
