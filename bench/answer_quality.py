@@ -8,6 +8,7 @@ Celery workers as processes, the gateway) on free ports over that index and asks
     PYTHONPATH=. python bench/answer_quality.py bench/sets/debian-faq
     PYTHONPATH=. python bench/answer_quality.py ../shared/eval/pyfaq-dev --limit 40
     PYTHONPATH=. python bench/answer_quality.py bench/sets/debian-faq --llm llama-cpp --limit 10
+    PYTHONPATH=. python bench/answer_quality.py bench/sets/zsh-faq --how-to   # the how-to subset only
 
 What each column means (per question, then averaged; citations pooled for precision):
 
@@ -28,6 +29,11 @@ What each column means (per question, then averaged; citations pooled for precis
 - ``p50``/``p95``: seconds from asking to the answer; ``syn50``/``syn95``: seconds from the rerank
   event to the answer (the synthesizer's whole stage, queue hops included); ``words``: mean answer
   length in words.
+- ``how-to``: the questions whose answer is a command, by rule: a how-to question
+  (``command_blocks.is_how_to``: "How do I/can I/to …", "command to …") whose relevant section holds
+  a code block or command (the blocks ``command_blocks.introduced_blocks`` finds in the section as
+  written); ``cmd``: the share of them whose answer cites a quote containing one of those blocks whole.
+  A quote that ends with a block counts as whole when it starts where a sentence does.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from bench.question_paths import service_stack
 from bench.retrieval_quality import Dataset, index_corpus, load_dataset
 from cli.client import GatewayClient
 from cli.local_key import client_key
+from services.synthesizer.command_blocks import introduced_blocks, is_how_to
 from services.synthesizer.segmentation import segment
 from shared.backends import create_embedder
 from shared.contracts import Answer
@@ -58,6 +65,12 @@ from testing.processes import free_port
 MARKER = re.compile(r"\s*\[\d+\]")
 DANGLING = frozenset(["a", "an", "the", "and", "or", "but"])  # English ends sentences with "with", not "the"
 SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
+
+
+@dataclass(frozen=True)
+class Options:
+    shown: bool = False
+    how_to_only: bool = False
 
 
 @dataclass
@@ -77,6 +90,7 @@ class Scores:
     words: list[int] = field(default_factory=list)
     nothing_found: int = 0
     failed: int = 0
+    command_quoted: list[bool] = field(default_factory=list)
 
 
 def whole_sentence(text: str) -> bool:
@@ -86,16 +100,36 @@ def whole_sentence(text: str) -> bool:
     return words[-1].rstrip(".!?\"'”’)]").lower() not in DANGLING
 
 
-def quote_is_whole(file_text: str, start: int, end: int) -> bool:
-    """The quote starts where one of the file's sentences starts and ends where one ends."""
+def quote_is_whole(file_text: str, start: int, end: int, block: bool = False) -> bool:
+    """The quote starts where one of the file's sentences starts and ends where one ends (``block``:
+    where one of its introduced blocks ends)."""
     body_start = split_front_matter(file_text)[1]
-    sentences = segment(file_text[body_start:])
+    body = file_text[body_start:]
+    sentences = segment(body)
     starts = {body_start + s.start for s in sentences}
-    ends = {body_start + s.end for s in sentences}
+    if block:
+        ends = {body_start + b.end for b in introduced_blocks(body, sentences)}
+    else:
+        ends = {body_start + s.end for s in sentences}
     return start in starts and end in ends
 
 
-def score_answer(answer: Answer, relevant: set[str], doc_of: dict[str, str], scores: Scores) -> None:
+def commands_of(file_text: str) -> list[str]:
+    """The code blocks and commands of a file as the bench wrote it (Markdown), each whole."""
+    body = file_text[split_front_matter(file_text)[1] :]
+    return [body[b.code_start : b.end] for b in introduced_blocks(body, segment(body))]
+
+
+def command_quoted(answer: Answer, commands: list[str]) -> bool:
+    """Some citation's quote holds one of ``commands`` whole."""
+    return any(command in c.quote for c in answer.citations for command in commands)
+
+
+def score_answer(
+    answer: Answer, relevant: set[str], doc_of: dict[str, str], scores: Scores, commands: list[str]
+) -> None:
+    if commands:
+        scores.command_quoted.append(command_quoted(answer, commands))
     cited = [doc_of.get(Path(c.source_uri).name, "") for c in answer.citations]
     scores.first.append(bool(cited) and cited[0] in relevant)
     scores.any.append(any(d in relevant for d in cited))
@@ -109,11 +143,14 @@ def score_answer(answer: Answer, relevant: set[str], doc_of: dict[str, str], sco
     by_number = {c.number: c for c in answer.citations}
     for verdict in (v for v in answer.verdicts if v.action != "removed"):
         scores.sentences += 1
-        whole = whole_sentence(verdict.sentence)
+        # An extractive sentence ending with ":" introduces the block its quote ends with.
+        block = answer.mode == "extractive" and verdict.sentence.endswith(":")
+        whole = block or whole_sentence(verdict.sentence)
         if answer.mode == "extractive":
             for number in verdict.citations:
                 c = by_number[number]
-                whole = whole and quote_is_whole(Path(c.source_uri).read_text(), c.char_start, c.char_end)
+                text = Path(c.source_uri).read_text()
+                whole = whole and quote_is_whole(text, c.char_start, c.char_end, block)
         scores.fragments += not whole
         if not whole:
             print(f"    fragment: {verdict.sentence!r}")
@@ -139,6 +176,19 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))] if ordered else 0.0
 
 
+def gold_commands(dataset: Dataset, query_id: str, files: Path, file_to_id: dict[str, str]) -> list[str]:
+    """The commands that answer a how-to question: those of its relevant sections (none otherwise)."""
+    if not is_how_to(dataset.queries[query_id]):
+        return []
+    relevant = set(dataset.qrels[query_id])
+    return [
+        command
+        for name, doc in sorted(file_to_id.items())
+        if doc in relevant
+        for command in commands_of((files / name).read_text())
+    ]
+
+
 def ask(client: GatewayClient, question: str) -> tuple[Answer, float, float]:
     started = time.perf_counter()
     events = list(client.question_events(client.ask(question)))
@@ -157,12 +207,16 @@ def show(answer: Answer) -> None:
 
 
 def run(
-    dataset: Dataset, query_ids: list[str], llm: str, cache: Path, models: Path | None, shown: bool
+    dataset: Dataset, query_ids: list[str], llm: str, cache: Path, models: Path | None, options: Options
 ) -> Scores:
     base = Settings(models_dir=models) if models else Settings()
     embedder = create_embedder(base)
     assert isinstance(embedder, OnnxEmbedder)
     indexed = index_corpus(dataset, cache, embedder, base)
+    files = indexed.folder / "files"
+    commands = {q: gold_commands(dataset, q, files, indexed.file_to_id) for q in query_ids}
+    if options.how_to_only:
+        query_ids = [q for q in query_ids if commands[q]]
     data_dir = Path(tempfile.mkdtemp(prefix="answer-quality-"))
     shutil.copytree(indexed.folder / "store", data_dir / "store")
     port = free_port()
@@ -192,11 +246,12 @@ def run(
                     continue
                 scores.latency.append(wall)
                 scores.synthesis.append(synthesis)
-                score_answer(answer, set(dataset.qrels[query_id]), indexed.file_to_id, scores)
+                relevant = set(dataset.qrels[query_id])
+                score_answer(answer, relevant, indexed.file_to_id, scores, commands[query_id])
                 print(
                     f"  {number}/{len(query_ids)} {wall:.1f}s {dataset.queries[query_id][:60]!r}", flush=True
                 )
-                if shown:
+                if options.shown:
                     show(answer)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -226,6 +281,8 @@ def print_table(label: str, scores: Scores) -> None:
         "words": f"{statistics.mean(scores.words):.0f}",
         "none": str(scores.nothing_found),
         "failed": str(scores.failed),
+        "how-to": str(len(scores.command_quoted)),
+        "cmd": f"{statistics.mean(scores.command_quoted):.3f}" if scores.command_quoted else "-",
     }
     print("| " + " | ".join(cells) + " |")
     print("|" + "---|" * len(cells))
@@ -257,6 +314,7 @@ def main() -> None:
     )
     parser.add_argument("--models-dir", type=Path, default=None)
     parser.add_argument("--show", action="store_true", help="print each answer and its path:line citations")
+    parser.add_argument("--how-to", action="store_true", help="ask only the how-to subset (see how-to above)")
     args = parser.parse_args()
     dataset = subset(load_dataset(args.dataset), args.documents)
     label = f"{args.dataset.name} {args.llm}"
@@ -266,7 +324,8 @@ def main() -> None:
         label += f", questions of {args.questions_from.name}"
     query_ids = sorted(dataset.queries)[: args.limit or None]
     print(f"{label}: {len(dataset.corpus)} documents, {len(query_ids)} questions")
-    scores = run(dataset, query_ids, args.llm, args.cache_dir, args.models_dir, args.show)
+    options = Options(shown=args.show, how_to_only=args.how_to)
+    scores = run(dataset, query_ids, args.llm, args.cache_dir, args.models_dir, options)
     print_table(label, scores)
 
 
