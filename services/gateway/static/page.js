@@ -230,7 +230,18 @@ function renderAnswer(answer, candidates) {
   const container = $("answer");
   container.replaceChildren();
   let list = null;
+  let code = null;  // the <code> of a fenced block being read (its lines shown as they are), and its fence
+  let fence = "";
   for (const line of answer.markdown.split("\n")) {
+    if (code && line.trim() === fence) { code = null; continue; }
+    if (code) { code.textContent += (code.dataset.lines++ ? "\n" : "") + line; continue; }
+    const opening = line.match(/^(`{3,}|~{3,})/);
+    if (opening) {
+      fence = opening[1];
+      code = container.appendChild(element("pre")).appendChild(element("code", { "data-lines": "0" }));
+      list = null;
+      continue;
+    }
     if (!line.trim()) { list = null; continue; }
     const bullet = line.match(/^\s*[-*]\s+(.*)$/);
     const target = bullet ? (list ||= container.appendChild(element("ul"))).appendChild(element("li")) : container.appendChild(element("p"));
