@@ -101,17 +101,15 @@ def whole_sentence(text: str) -> bool:
 
 
 def quote_is_whole(file_text: str, start: int, end: int, block: bool = False) -> bool:
-    """The quote starts where one of the file's sentences starts and ends where one ends (``block``:
-    where one of its introduced blocks ends)."""
+    """The quote starts where one of the file's sentences starts and ends where one ends, or
+    (``block``, a sentence that introduces a block) where one of its introduced blocks ends."""
     body_start = split_front_matter(file_text)[1]
     body = file_text[body_start:]
     sentences = segment(body)
     starts = {body_start + s.start for s in sentences}
-    if block:
-        ends = {body_start + b.end for b in introduced_blocks(body, sentences)}
-    else:
-        ends = {body_start + s.end for s in sentences}
-    return start in starts and end in ends
+    ends = {body_start + s.end for s in sentences}
+    blocks = {body_start + b.end for b in introduced_blocks(body, sentences)}
+    return start in starts and (end in blocks if block else end in ends | blocks)
 
 
 def commands_of(file_text: str) -> list[str]:

@@ -12,9 +12,10 @@ is often answered by a command rather than by a sentence, and the command is a b
 A block is quoted with the statement directly before it (only whitespace between), the sentence
 that introduces it: "To build, run:". The quote runs from that sentence's first character to the
 block's last, so it is the file's own characters, and ``code`` is the block's whole lines, verbatim.
-What the block does is said by the prose before it, not by its code: its ``context`` is the
+What the block does is said by the prose around it, not by its code: its ``context`` is the
 introducing sentence's paragraph up to that sentence ("If you're building from git, you'll need
-flex ... To build, run:").
+flex ... To build, run:"), and the sentence after the block when it goes on with the introduction's
+(a lowercase start: "You can use / x[i] <- list(NULL) / to set component 'i' of the list to NULL").
 """
 
 from __future__ import annotations
@@ -45,13 +46,17 @@ LEAD_OUT = SENTENCE_END | {":"}
 
 @dataclass(frozen=True)
 class Block:
-    """A block and the sentence that introduces it: ``code`` is ``text[code_start:end]``, the
-    context ``text[context_start:intro.end]``."""
+    """A block and the sentence that introduces it: ``code`` is ``text[code_start:end]``; the
+    context is ``text[context_start:intro.end]`` and ``continuation``, if any."""
 
     intro: Sentence
     code_start: int
     end: int
     context_start: int
+    continuation: str = ""
+
+    def context(self, text: str) -> str:
+        return f"{text[self.context_start : self.intro.end]} {self.continuation}".strip()
 
 
 def is_how_to(question: str) -> bool:
@@ -105,9 +110,19 @@ def paragraph_start(text: str, sentences: list[Sentence], index: int) -> int:
     return sentences[index].start
 
 
+def continuation(text: str, sentences: list[Sentence], starts: list[int], end: int) -> str:
+    """The sentence right after ``end`` when it starts in lowercase (the introduction goes on)."""
+    index = bisect.bisect_left(starts, end)
+    if index == len(sentences) or text[end : starts[index]].strip():
+        return ""
+    following = sentences[index].text
+    return following if following[:1].islower() else ""
+
+
 def introduced_blocks(text: str, sentences: list[Sentence], markdown: bool = True) -> list[Block]:
     """The blocks of ``text`` that a sentence of ``sentences`` (its segmentation) introduces."""
     ends = [s.end for s in sentences]
+    starts = [s.start for s in sentences]
     found: list[Block] = []
     for start, end, is_code in candidate_blocks(text, markdown):
         index = introduction(text, sentences, ends, start)
@@ -115,5 +130,6 @@ def introduced_blocks(text: str, sentences: list[Sentence], markdown: bool = Tru
             continue  # no introduction, or a line of the block before
         intro = sentences[index]
         if is_code or text[start:end].lstrip().startswith(PROMPT) or leads_in(intro):
-            found.append(Block(intro, start, end, paragraph_start(text, sentences, index)))
+            after = continuation(text, sentences, starts, end)
+            found.append(Block(intro, start, end, paragraph_start(text, sentences, index), after))
     return found

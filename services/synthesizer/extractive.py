@@ -47,7 +47,7 @@ from shared.interfaces import Embedder
 W_MEANING = 0.7
 W_WORDS = 0.1
 W_RANK = 0.45
-W_BLOCK = 0.2
+W_BLOCK = 0.35
 MIN_MEANING = 0.35
 MIN_WORDS = 0.5
 FACT_PASSAGES = 10
@@ -139,8 +139,7 @@ def units_of(candidate: Candidate, rank: int, how_to: bool = False) -> list[Unit
 def block_unit(candidate: Candidate, rank: int, passage: Passage, block: Block) -> Unit:
     quote = passage.text[block.intro.start : block.end]
     code = passage.text[block.code_start : block.end]
-    context = passage.text[block.context_start : block.intro.end]
-    return Unit(candidate, rank, passage.shift + block.intro.start, quote, code, context)
+    return Unit(candidate, rank, passage.shift + block.intro.start, quote, code, block.context(passage.text))
 
 
 def dense_score(candidate: Candidate) -> float:
