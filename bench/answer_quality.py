@@ -198,10 +198,12 @@ def ask(client: GatewayClient, question: str) -> tuple[Answer, float, float]:
     return Answer.model_validate(last.data["answer"]), wall, last.ts - reranked
 
 
-def show(answer: Answer) -> None:
+def show(answer: Answer, commands: list[str]) -> None:
     print("    " + " ".join(answer.markdown.split())[:400])
     for c in answer.citations:
         print(f"    [{c.number}] {Path(c.source_uri).name}:{c.line}")
+    if commands:
+        print(f"    command quoted: {'yes' if command_quoted(answer, commands) else 'no'}")
 
 
 def run(
@@ -250,7 +252,7 @@ def run(
                     f"  {number}/{len(query_ids)} {wall:.1f}s {dataset.queries[query_id][:60]!r}", flush=True
                 )
                 if options.shown:
-                    show(answer)
+                    show(answer, commands[query_id])
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     return scores
