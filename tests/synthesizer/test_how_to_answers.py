@@ -83,6 +83,22 @@ def test_a_command_line_of_a_faq_rendered_as_text_is_quoted_after_the_sentence_l
     )
 
 
+def test_a_tab_indented_command_of_a_plain_text_faq_is_quoted_without_its_indentation(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    # procps' FAQ: answers indented by a tab, their commands by two.
+    path = copied(tmp_path, "procps-FAQ", ".txt")
+
+    answer = ask("How can I make ps show long user names?", chunks_of(path, "procps", size=1500), embedder)
+
+    assert_cited_verbatim(answer)
+    assert fenced_blocks(answer.markdown)[0] in {
+        "ps -o pid,user=CumbersomeUserNames -o comm",
+        "ps -o pid,user:19,comm",
+    }, answer.markdown
+    assert answer.citations[0].quote.endswith(f"\t\t{fenced_blocks(answer.markdown)[0]}")
+
+
 def test_a_question_that_is_not_a_how_to_is_answered_in_sentences(tmp_path: Path, embedder: Embedder) -> None:
     path = copied(tmp_path, "jq-README", ".md")
 
