@@ -32,7 +32,8 @@ What each column means (per question, then averaged; citations pooled for precis
 - ``how-to``: the questions whose answer is a command, by rule: a how-to question
   (``command_blocks.is_how_to``: "How do I/can I/to …", "command to …") whose relevant section holds
   a code block or command (the blocks ``command_blocks.introduced_blocks`` finds in the section as
-  written); ``cmd``: the share of them whose answer cites a quote containing one of those blocks whole.
+  written); ``cmd``: the share of them whose answer cites a quote containing one of those blocks whole;
+  ``cmd|rel``: the same among those whose first citation is relevant (synthesis apart from ranking).
   A quote that ends with a block counts as whole when it starts where a sentence does.
 """
 
@@ -91,6 +92,7 @@ class Scores:
     nothing_found: int = 0
     failed: int = 0
     command_quoted: list[bool] = field(default_factory=list)
+    command_when_relevant: list[bool] = field(default_factory=list)
 
 
 def whole_sentence(text: str) -> bool:
@@ -126,10 +128,12 @@ def command_quoted(answer: Answer, commands: list[str]) -> bool:
 def score_answer(
     answer: Answer, relevant: set[str], doc_of: dict[str, str], scores: Scores, commands: list[str]
 ) -> None:
-    if commands:
-        scores.command_quoted.append(command_quoted(answer, commands))
     cited = [doc_of.get(Path(c.source_uri).name, "") for c in answer.citations]
     scores.first.append(bool(cited) and cited[0] in relevant)
+    if commands:
+        scores.command_quoted.append(command_quoted(answer, commands))
+        if scores.first[-1]:
+            scores.command_when_relevant.append(scores.command_quoted[-1])
     scores.any.append(any(d in relevant for d in cited))
     scores.cited += len(cited)
     scores.cited_relevant += sum(d in relevant for d in cited)
@@ -258,6 +262,10 @@ def run(
     return scores
 
 
+def share(flags: list[bool]) -> str:
+    return f"{statistics.mean(flags):.3f}" if flags else "-"
+
+
 def print_table(label: str, scores: Scores) -> None:
     n = len(scores.first)
     if not n:
@@ -282,7 +290,8 @@ def print_table(label: str, scores: Scores) -> None:
         "none": str(scores.nothing_found),
         "failed": str(scores.failed),
         "how-to": str(len(scores.command_quoted)),
-        "cmd": f"{statistics.mean(scores.command_quoted):.3f}" if scores.command_quoted else "-",
+        "cmd": share(scores.command_quoted),
+        "cmd|rel": share(scores.command_when_relevant),
     }
     print("| " + " | ".join(cells) + " |")
     print("|" + "---|" * len(cells))
