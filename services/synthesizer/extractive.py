@@ -87,13 +87,15 @@ class Unit:
     context: str = ""
 
 
-def passage_of(candidate: Candidate) -> Passage:
-    """The candidate's complete sentences, taken from its file when the file still holds the passage."""
+def passage_of(candidate: Candidate, with_blocks: bool = False) -> Passage:
+    """The candidate's complete sentences (and, ``with_blocks``, its introduced code blocks), taken
+    from its file when the file still holds the passage."""
     start, end = candidate.text_start, candidate.text_start + len(candidate.text)
     source = read_source(candidate.chunk.source_uri, candidate.chunk.kind)
     if source is not None and source.body[start:end] == candidate.text:
         every = source.body_sentences
-        blocks = [b for b in source.body_blocks if b.end > start and b.intro.start < end]
+        near = source.body_blocks if with_blocks else []
+        blocks = [b for b in near if b.end > start and b.intro.start < end]
         inside = [i for i, s in enumerate(every) if s.end > start and s.start < end]
         if not inside:
             return Passage(source.body, 0, [], blocks=blocks)
@@ -104,7 +106,7 @@ def passage_of(candidate: Candidate) -> Passage:
     found = segment(candidate.text, markdown)
     if candidate.text_start > 0 and found and found[0].start == 0 and not found[0].text[0].isupper():
         found = found[1:]  # begins mid-sentence: the chunk boundary cut it
-    blocks = introduced_blocks(candidate.text, found, markdown)
+    blocks = introduced_blocks(candidate.text, found, markdown) if with_blocks else []
     return Passage(candidate.text, candidate.text_start, found, blocks=blocks)
 
 
@@ -122,8 +124,8 @@ def refers_back(sentence: Sentence, previous: Sentence, text: str) -> bool:
 def units_of(candidate: Candidate, rank: int, how_to: bool = False) -> list[Unit]:
     """The passage's whole statements (not headings, questions or cut lines), each with the sentence
     it refers back to; for a how-to question, its code blocks too, each with its introduction."""
-    passage = passage_of(candidate)
-    units = [block_unit(candidate, rank, passage, block) for block in passage.blocks] if how_to else []
+    passage = passage_of(candidate, with_blocks=how_to)
+    units = [block_unit(candidate, rank, passage, block) for block in passage.blocks]
     for index, sentence in enumerate(passage.sentences):
         whole = sentence.is_statement and sentence.is_complete
         if index < passage.leading or not whole or len(" ".join(sentence.text.split())) < MIN_SENTENCE_CHARS:
