@@ -4,7 +4,7 @@ A how-to question ("How do I build jq from source?", "How can I â€¦", "How to â€
 is often answered by a command rather than by a sentence, and the command is a block of its own:
 
 - a code block: fenced, or indented in Markdown (``segmentation.code_blocks``);
-- a command paragraph: a paragraph that does not end like a sentence and either opens with a ``$``
+- a command paragraph: a paragraph that ends neither like a sentence nor with ":", and opens with a ``$``
   prompt or follows a sentence that leads into it (ending with ":" or cut before its object,
   "execute the command"): the indented command of a plain-text file, the command line of a FAQ
   rendered to text, a ``$ cmd`` line.
