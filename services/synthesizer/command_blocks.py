@@ -9,9 +9,11 @@ is often answered by a command rather than by a sentence, and the command is a b
   "execute the command"): the indented command of a plain-text file, the command line of a FAQ
   rendered to text, a ``$ cmd`` line.
 
-A block is quoted with the statement directly before it (only whitespace between), the sentence
-that introduces it: "To build, run:". The quote runs from that sentence's first character to the
-block's last, so it is the file's own characters, and ``code`` is the block's whole lines, verbatim.
+Blocks with only blank lines between them, the later indented as far, are one (a program whose
+paragraphs a blank line parts, as plain text and reStructuredText write them). A block is quoted
+with the statement directly before it (only whitespace between), the sentence that introduces it:
+"To build, run:". The quote runs from that sentence's first character to the block's last, so it
+is the file's own characters, and ``code`` is the block's whole lines, verbatim.
 What the block does is said by the prose around it, not by its code: its ``context`` is the
 introducing sentence's paragraph up to that sentence ("If you're building from git, you'll need
 flex ... To build, run:"), and the sentence after the block when it goes on with the introduction's
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from services.synthesizer.segmentation import (
     CLOSING_MARKS,
@@ -119,12 +121,33 @@ def continuation(text: str, sentences: list[Sentence], starts: list[int], end: i
     return following if following[:1].islower() else ""
 
 
+def indentation(text: str, start: int) -> int:
+    """How far the line at ``start`` is indented."""
+    end = text.find("\n", start)
+    line = text[start : end if end >= 0 else len(text)]
+    return len(line) - len(line.lstrip())
+
+
+def goes_on(text: str, block: Block, start: int) -> bool:
+    """The block at ``start`` continues ``block``: only blank lines between, indented as far or
+    further (the same program parted by a blank line, not a heading after it)."""
+    between = text[block.end : start]
+    return (
+        block.end <= start
+        and not between.strip()
+        and (indentation(text, start) >= indentation(text, block.code_start))
+    )
+
+
 def introduced_blocks(text: str, sentences: list[Sentence], markdown: bool = True) -> list[Block]:
     """The blocks of ``text`` that a sentence of ``sentences`` (its segmentation) introduces."""
     ends = [s.end for s in sentences]
     starts = [s.start for s in sentences]
     found: list[Block] = []
     for start, end, is_code in candidate_blocks(text, markdown):
+        if found and goes_on(text, found[-1], start):
+            found[-1] = replace(found[-1], end=end)
+            continue
         index = introduction(text, sentences, ends, start)
         if index is None or (found and sentences[index].start < found[-1].end):
             continue  # no introduction, or a line of the block before
