@@ -1,15 +1,17 @@
 """The web page in real Chromium at 1280 and 390 px against the real local stack: the answer first,
 its sources and stage summary, history and permalinks, copy, search with filters, the library, dark
 mode, a clickable ``[n]`` on a phone, a question with no worker to take it, a wrong key, a follow-up
-in a conversation's thread, and an answer saved as a note."""
+in a conversation's thread, an answer saved as a note, and a how-to answer's command as a code block."""
 
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.conftest import REPO, run_hindsight
 from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -267,3 +269,21 @@ def test_save_as_note_writes_the_answer_with_links_to_the_cited_lines(browser: B
         "1. [Sourdough notes — " in text
         and "sourdough.md:3](../samples/notes/sourdough.md#L3) (verified)" in text
     )
+
+
+def test_a_how_to_answer_shows_the_command_as_a_code_block(browser: Browser, stack: Stack) -> None:
+    # jq's README from Debian's jq package (tests/fixtures/howto/SOURCES.md), indexed as Markdown.
+    folder = stack.library / "howto"
+    folder.mkdir()
+    shutil.copyfile(REPO / "tests" / "fixtures" / "howto" / "jq-README", folder / "jq-README.md")
+    run_hindsight(stack.env, "index", str(folder))
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["phone"])
+
+    ask(page, "How do I build jq from source?")
+
+    code = page.locator("#answer pre code").first
+    expect(code).to_contain_text("make")
+    assert "```" not in page.locator("#answer").inner_text()
+    expect(page.locator("#answer a.cite").first).to_have_text("[1]")
+    screenshot(page, "how-to-answer-phone")
+    assert no_sideways_scroll(page)

@@ -232,7 +232,18 @@ function answerBody(answer) {
   const byNumber = new Map(answer.citations.map((c) => [c.number, c]));
   const nodes = [];
   let list = null;
+  let code = null;  // the <code> of a fenced block being read (its lines shown as they are), and its fence
+  let fence = "";
   for (const line of answer.markdown.split("\n")) {
+    if (code && line.trim() === fence) { code = null; continue; }
+    if (code) { code.textContent += (code.dataset.lines++ ? "\n" : "") + line; continue; }
+    const opening = line.match(/^(`{3,}|~{3,})/);
+    if (opening) {
+      fence = opening[1];
+      code = container.appendChild(element("pre")).appendChild(element("code", { "data-lines": "0" }));
+      list = null;
+      continue;
+    }
     if (!line.trim()) { list = null; continue; }
     const bullet = line.match(/^\s*[-*]\s+(.*)$/);
     if (bullet && !list) nodes.push(list = element("ul"));
