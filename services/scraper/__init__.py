@@ -5,11 +5,17 @@ Everything else in this package is internal to the scraper service.
 
 from services.scraper.errors import ScraperError
 from services.scraper.exporter import export_library
-from services.scraper.imports import threads_from_data_export, threads_from_markdown_dir, write_threads
+from services.scraper.imports import (
+    Imported,
+    threads_from_data_export,
+    threads_from_markdown_dir,
+    write_threads,
+)
 from services.scraper.models import Thread
 from services.scraper.session import interactive_login
 
 __all__ = [
+    "Imported",
     "ScraperError",
     "Thread",
     "export_library",

@@ -18,7 +18,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from services.scraper.models import Source, Thread, ThreadSummary, Turn
+from services.scraper.models import Attachment, Source, Thread, ThreadSummary, Turn
+from services.scraper.prose import rewrite_prose
 
 JsonObject = dict[str, Any]
 
@@ -26,6 +27,8 @@ _SECTION_USAGE = re.compile(r"^ask_text_(\d+)_markdown$")
 _APP_LINK = re.compile(r"\[([^\]\n]*)\]\(pplx://[^)\s]*\)")
 _INLINE_MATH = re.compile(r"\\\((.+?)\\\)", re.DOTALL)
 _DISPLAY_MATH = re.compile(r"\\\[(.+?)\\\]", re.DOTALL)
+# Words of two letters or more and nothing else: no maths symbol, digit or single-letter variable.
+_PLAIN_WORDS = re.compile(r"[^\W\d_]{2,}(?:\s+[^\W\d_]{2,})*")
 _WORKFLOW_TEXT = "WORKFLOW_ITEM_TEXT"
 _WORKFLOW_SOURCES = "WORKFLOW_ITEM_SOURCES"
 _NOT_ANSWER_VARIANTS = {"thinking", "reasoning", "status"}
@@ -34,10 +37,14 @@ _MIN_PLAN_CHARS = 80
 
 
 def parse_timestamp(value: Any) -> datetime | None:
-    """ISO strings (zone-less means UTC, nanoseconds tolerated) or epoch microseconds."""
+    """ISO strings (zone-less means UTC, nanoseconds tolerated) or epoch microseconds; ``None`` for
+    anything else, including numbers no date has (NaN, infinities, 1e20)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = value / 1_000_000 if value > 10**11 else value
-        return datetime.fromtimestamp(seconds, tz=UTC)
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip().replace("Z", "+00:00")
@@ -155,11 +162,68 @@ def _block_sources(blocks: list[JsonObject]) -> list[Source]:
     return sources
 
 
+def _inline_math(match: re.Match[str]) -> str:
+    """``\\( x \\)`` as ``$x$``; brackets around plain words (``the escaped \\( and \\) match``) are
+    prose about brackets, not math, and stay as written."""
+    body = match.group(1).strip()
+    return match.group(0) if _PLAIN_WORDS.fullmatch(body) else f"${body}$"
+
+
+def _normalise_prose(prose: str) -> str:
+    prose = _APP_LINK.sub(lambda m: m.group(1), prose)
+    prose = _DISPLAY_MATH.sub(lambda m: f"$${m.group(1).strip()}$$", prose)
+    return _INLINE_MATH.sub(_inline_math, prose)
+
+
 def normalise_answer(answer: str) -> str:
-    """``[label](pplx://...)`` links become their label; LaTeX delimiters become Markdown math."""
-    answer = _APP_LINK.sub(lambda m: m.group(1), answer)
-    answer = _DISPLAY_MATH.sub(lambda m: f"$${m.group(1).strip()}$$", answer)
-    return _INLINE_MATH.sub(lambda m: f"${m.group(1).strip()}$", answer)
+    """In prose (never in code), ``[label](pplx://...)`` links become their label and LaTeX
+    delimiters become Markdown math."""
+    return rewrite_prose(answer, _normalise_prose)
+
+
+def _media_blocks(blocks: list[JsonObject]) -> list[Any]:
+    """The ``media_items`` of ``media_items`` and ``ask_text_N_images`` blocks."""
+    items: list[Any] = []
+    for block in blocks:
+        media = block.get("media_block") or (block.get("inline_entity_block") or {}).get("media_block")
+        if isinstance(media, dict):
+            items += [*(media.get("media_items") or []), *(media.get("generated_media_items") or [])]
+    return items
+
+
+def _attachment(item: Any, kind: str) -> Attachment | None:
+    """A media item (``medium``, ``image``/``url``, ``name``) or an attachment (a URL or file name)."""
+    if isinstance(item, str) and item.strip():
+        return Attachment(kind=kind, caption=item.strip().rsplit("/", 1)[-1], url=item.strip())
+    if not isinstance(item, dict):
+        return None
+    url = _first_str(item.get("image"), item.get("url"), item.get("file_url"), item.get("link")) or ""
+    caption = _first_str(item.get("name"), item.get("title"), item.get("file_name"), item.get("filename"))
+    if not url and not caption:
+        return None
+    return Attachment(kind=str(item.get("medium") or kind), caption=caption or url, url=url)
+
+
+def entry_attachments(entry: JsonObject, blocks: list[JsonObject]) -> list[Attachment]:
+    """Images, media items and attached files of an entry, each URL once, in order."""
+    found = [
+        *(_attachment(i, "file") for i in entry.get("attachments") or []),
+        *(_attachment(i, "image") for i in [*(entry.get("media_items") or []), *_media_blocks(blocks)]),
+    ]
+    unique: dict[str, Attachment] = {}
+    for item in found:
+        if item is not None:
+            unique.setdefault(item.url or item.caption, item)
+    return list(unique.values())
+
+
+def is_stub(entry: JsonObject, turn: Turn) -> bool:
+    """An entry that only stands for a Computer sub-agent's run (a ``subagent_result`` block) and
+    carries nothing of its own: no answer, sources or attachments. It is not a turn of the thread."""
+    usages = {str(b.get("intended_usage") or "") for b in entry.get("blocks") or [] if isinstance(b, dict)}
+    return any("subagent" in usage for usage in usages) and not (
+        turn.answer or turn.sources or turn.attachments
+    )
 
 
 def _steps(entry: JsonObject) -> list[JsonObject]:
@@ -231,7 +295,12 @@ def parse_turn(entry: JsonObject) -> Turn:
         answer = answer or text_answer
         sources = sources or text_sources
     answer = normalise_answer(answer or _plan_answer(entry))
-    return Turn(question=_question(entry, steps), answer=answer, sources=sources)
+    return Turn(
+        question=_question(entry, steps),
+        answer=answer,
+        sources=sources,
+        attachments=entry_attachments(entry, blocks),
+    )
 
 
 def _entry_key(entry: JsonObject) -> str | None:
@@ -279,7 +348,7 @@ def build_thread(
         entries = sorted(entries, key=lambda e: _entry_time(e) or datetime.min.replace(tzinfo=UTC))
     first, last = (entries[0], entries[-1]) if entries else ({}, {})
     title = _first_str(metadata.get("title"), first.get("thread_title"), summary.title) or "Untitled"
-    turns = [parse_turn(entry) for entry in entries]
+    turns = [turn for entry in entries if not is_stub(entry, turn := parse_turn(entry))]
     for index, turn in enumerate(turns):
         if not turn.question:
             turn.question = title if index == 0 else "Follow-up"
@@ -288,6 +357,7 @@ def build_thread(
         uuid=summary.uuid,
         title=title,
         space=_first_str((first.get("collection_info") or {}).get("title"), summary.space) or "General",
+        space_uuid=_first_str((first.get("collection_info") or {}).get("uuid"), summary.space_uuid),
         slug=slug,
         url=f"{base_url.rstrip('/')}/search/{slug or summary.uuid}",
         created=parse_timestamp(metadata.get("created_at")) or _entry_time(first),
