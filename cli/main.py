@@ -230,8 +230,10 @@ def import_perplexity_export(
 
     settings = scrape.settings_for(export_dir)
     with scraper_errors():
-        scrape.import_data_export(settings, file)
+        report = scrape.import_data_export(settings, file)
     index_imported(settings.export_root)
+    if report.failed:
+        raise typer.Exit(2)
 
 
 @import_app.command("perplexity-markdown")
@@ -244,8 +246,10 @@ def import_perplexity_markdown(
 
     settings = scrape.settings_for(export_dir)
     with scraper_errors():
-        scrape.import_markdown_dir(settings, directory)
+        report = scrape.import_markdown_dir(settings, directory)
     index_imported(settings.export_root)
+    if report.failed:
+        raise typer.Exit(2)
 
 
 def index_imported(export_root: Path) -> None:

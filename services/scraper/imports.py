@@ -49,12 +49,14 @@ class Imported(BaseModel):
     """What an export file or folder held: its threads, and what could not be read, by name."""
 
     threads: list[Thread] = Field(default_factory=list)
-    problems: list[str] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list, description="values, threads or files left out")
+    left_out: int = Field(default=0, description="threads or files not imported at all")
 
 
 def write_threads(imported: Imported, export_dir: Path) -> ExportReport:
     report = ExportReport(export_dir=str(export_dir))
     report.failures += imported.problems
+    report.failed += imported.left_out
     writer = ThreadWriter(export_dir)
     try:
         for thread in imported.threads:
@@ -79,7 +81,7 @@ def _text(value: Any, field: str) -> str:
 def _date(value: Any, field: str, problems: list[str]) -> Any:
     parsed = parse_timestamp(value)
     if value is not None and parsed is None:
-        problems.append(f"`{field}` {str(value)[:40]!r} is not a date; left out")
+        problems.append(f"`{field}` {str(value)[:40]!r} is not a date; imported without it")
     return parsed
 
 
@@ -172,6 +174,7 @@ def threads_from_data_export(path: Path, base_url: str, max_bytes: int) -> Impor
     for number, item in enumerate(items, start=1):
         if isinstance(item, TooDeep):
             imported.problems.append(f"{path.name}: conversation {number}: {item}; left out")
+            imported.left_out += 1
             continue
         if not isinstance(item, dict):
             continue
@@ -181,6 +184,7 @@ def threads_from_data_export(path: Path, base_url: str, max_bytes: int) -> Impor
             imported.threads.append(_conversation_thread(item, base_url, problems))
         except (BadValue, RecursionError) as exc:
             problems.append(f"{exc if isinstance(exc, BadValue) else 'nested too deep'}; left out")
+            imported.left_out += 1
         imported.problems += [f"{path.name}: {name}: {problem}" for problem in problems]
     return imported
 
@@ -209,7 +213,8 @@ def threads_from_markdown_dir(directory: Path, max_bytes: int) -> Imported:
             try:
                 texts.append((path, _read_text(path, max_bytes)))
             except ImportFormatError as exc:
-                imported.problems.append(str(exc))
+                imported.problems.append(f"{exc}; left out")
+                imported.left_out += 1
         folder, _, title = key.rpartition("/")
         for first, text in chain_parts(texts):
             turns = parse_official_markdown(text)
