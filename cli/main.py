@@ -38,6 +38,10 @@ app.add_typer(models_app, name="models")
 app.add_typer(keys_app, name="keys")
 app.add_typer(scrape_app, name="scrape")
 app.add_typer(import_app, name="import")
+library_app = typer.Typer(
+    help="Check the Perplexity library: whole, and found by search.", no_args_is_help=True
+)
+app.add_typer(library_app, name="library")
 
 ExportDir = Annotated[
     Path | None, typer.Option(help="Where the Markdown goes (default HINDSIGHT_EXPORT_DIR).")
@@ -249,6 +253,25 @@ def import_perplexity_markdown(
         report = scrape.import_markdown_dir(settings, directory)
     index_imported(settings.export_root)
     if report.failed:
+        raise typer.Exit(2)
+
+
+@library_app.command("check")
+def library_check(
+    export_dir: ExportDir = None,
+    no_search: Annotated[
+        bool,
+        typer.Option("--no-search", help="Check the files only; do not ask each thread's first question."),
+    ] = False,
+) -> None:
+    """Threads by origin (scraped, imported, both), turns against what the site reported, files that do
+    not read as a thread; then each thread's first question searched: Recall@5, MRR, worst threads."""
+    from cli.actions import library, scrape
+
+    check = library.library_check(
+        scrape.settings_for(export_dir), None if no_search else library.gateway_search()
+    )
+    if check.unreadable:
         raise typer.Exit(2)
 
 

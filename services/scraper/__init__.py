@@ -11,13 +11,17 @@ from services.scraper.imports import (
     threads_from_markdown_dir,
     write_threads,
 )
+from services.scraper.library import LibraryCheck, ThreadCheck, check_library
 from services.scraper.models import Thread
 from services.scraper.session import interactive_login
 
 __all__ = [
     "Imported",
+    "LibraryCheck",
     "ScraperError",
     "Thread",
+    "ThreadCheck",
+    "check_library",
     "export_library",
     "interactive_login",
     "threads_from_data_export",

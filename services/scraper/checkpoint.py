@@ -70,6 +70,9 @@ class ThreadRecord(BaseModel):
     identity: str = ""
     imported: bool = False
     created: datetime | None = None
+    origins: list[str] = Field(default_factory=list, description="scraped, imported: every way it came in")
+    site_turns: int | None = Field(default=None, description="the listing's query_count when scraped")
+    site_complete: bool | None = Field(default=None, description="the last page said has_next_page false")
     format: int = Field(default=1, description="the MARKDOWN_FORMAT the file was rendered in")
 
 

@@ -15,6 +15,8 @@ from collections import defaultdict
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
+from pydantic import BaseModel
+
 from services.scraper.checkpoint import (
     CheckpointStore,
     ThreadRecord,
@@ -28,6 +30,17 @@ from services.scraper.models import Thread
 from shared.contracts import ExportReport
 
 SAVE_EVERY = 25
+
+
+SCRAPED, IMPORTED = "scraped", "imported"
+
+
+class SiteCount(BaseModel):
+    """What the site said of a scraped thread: its listing's ``query_count`` and whether its last
+    page said ``has_next_page: false``."""
+
+    turns: int | None = None
+    complete: bool | None = None
 
 
 class WriteOutcome(StrEnum):
@@ -95,7 +108,16 @@ class ThreadWriter:
         known = spaces.get(thread.space_uuid or "")
         return thread.model_copy(update={"space": known or f"Space {(thread.space_uuid or '')[:8]}".strip()})
 
-    def write(self, thread: Thread, listing: str = "", *, imported: bool = False) -> tuple[WriteOutcome, str]:
+    def _also_imported(self, uuid: str, record: ThreadRecord) -> str:
+        """An import of a thread already there: the first copy stays, and now counts both ways."""
+        if IMPORTED not in record.origins:
+            self.checkpoint.put(uuid, record.model_copy(update={"origins": [*record.origins, IMPORTED]}))
+            self._note_change()
+        return record.path
+
+    def write(
+        self, thread: Thread, listing: str = "", *, imported: bool = False, site: SiteCount | None = None
+    ) -> tuple[WriteOutcome, str]:
         """Write the thread if it changed; returns the outcome and the file's relative path."""
         thread = self._with_space_title(thread)
         digest = content_hash(thread)
@@ -103,10 +125,13 @@ class ThreadWriter:
         record = self.checkpoint.get(thread.uuid)
         other = None if record else self._other_copy(thread, identity)
         if other and imported:
-            return WriteOutcome.UNCHANGED, other[1].path  # already there: the first copy stays
+            return WriteOutcome.UNCHANGED, self._also_imported(*other)
         if other and not imported and other[1].imported:
             record = self.checkpoint.data.threads.pop(other[0])  # scraped now: it replaces the import
             self._note_change()
+        origin = IMPORTED if imported else SCRAPED
+        origins = sorted({*(record.origins if record else []), origin})
+        site = site or SiteCount()
         relpath = self._relpath(thread)
         fresh = ThreadRecord(
             hash=digest,
@@ -115,6 +140,11 @@ class ThreadWriter:
             identity=identity,
             imported=imported,
             created=thread.created,
+            origins=origins,
+            site_turns=site.turns if site.turns is not None else (record.site_turns if record else None),
+            site_complete=site.complete
+            if site.complete is not None
+            else (record.site_complete if record else None),
             format=MARKDOWN_FORMAT,
         )
         current = record and record.hash == digest and record.format == MARKDOWN_FORMAT
