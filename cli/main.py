@@ -268,9 +268,9 @@ def library_check(
     not read as a thread; then each thread's first question searched: Recall@5, MRR, worst threads."""
     from cli.actions import library, scrape
 
-    check = library.library_check(
-        scrape.settings_for(export_dir), None if no_search else library.gateway_search()
-    )
+    settings = scrape.settings_for(export_dir)
+    search = None if no_search else library.gateway_search(settings.export_root)
+    check, _ = library.library_check(settings, search)
     if check.unreadable:
         raise typer.Exit(2)
 

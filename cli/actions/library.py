@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from cli.client import GatewayError, default_client, transport_failure
 from cli.console import console, error_console
 from services.scraper import LibraryCheck, check_library
-from shared.contracts import SearchRequest, SearchResponse
+from shared.contracts import SearchFilters, SearchRequest, SearchResponse
 from shared.settings import Settings
 
 TOP_SOURCES = 5
@@ -102,26 +102,31 @@ def print_known_items(items: list[KnownItem]) -> None:
         console.print(f"  {where}: {item.path} — asked {item.question!r}", soft_wrap=True)
 
 
-def gateway_search() -> Search:
+def gateway_search(export_root: Path) -> Search:
+    """Search the export folder's passages through the gateway, as ``hindsight search`` does."""
     client = default_client()
+    filters = SearchFilters(path_prefix=str(export_root.resolve()))
 
     def search(question: str) -> SearchResponse:
-        return client.search(SearchRequest(query=question[:2000], limit=SEARCH_LIMIT), 60)
+        return client.search(SearchRequest(query=question[:2000], limit=SEARCH_LIMIT, filters=filters), 60)
 
     return search
 
 
-def library_check(settings: Settings, search: Search | None) -> LibraryCheck:
+def library_check(settings: Settings, search: Search | None) -> tuple[LibraryCheck, list[KnownItem]]:
     """Print the check of the export folder, then the known-item search unless ``search`` is
     ``None``; a gateway that cannot be reached is said in one line, the check stays printed."""
     check = check_library(settings.export_root, settings.max_file_bytes)
     print_check(check)
     if search is None:
-        return check
+        return check, []
     try:
-        print_known_items(known_items(check, search))
+        items = known_items(check, search)
     except GatewayError as exc:
         error_console.print(f"[red]search failed[/red]: {exc}", soft_wrap=True)
+        return check, []
     except httpx.TransportError as exc:
         error_console.print(f"[red]{transport_failure(exc)}[/red]", soft_wrap=True)
-    return check
+        return check, []
+    print_known_items(items)
+    return check, items
