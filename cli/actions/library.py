@@ -9,7 +9,9 @@ MRR are printed with the threads search finds worst.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -24,6 +26,7 @@ from shared.settings import Settings
 TOP_SOURCES = 5
 WORST_SHOWN = 10
 SEARCH_LIMIT = 50
+RATE_LIMIT_WAITS = 5
 
 Search = Callable[[str], SearchResponse]
 
@@ -102,13 +105,23 @@ def print_known_items(items: list[KnownItem]) -> None:
         console.print(f"  {where}: {item.path} — asked {item.question!r}", soft_wrap=True)
 
 
-def gateway_search(export_root: Path) -> Search:
-    """Search the export folder's passages through the gateway, as ``hindsight search`` does."""
+def gateway_search(export_root: Path, sleep: Callable[[float], None] = time.sleep) -> Search:
+    """Search the export folder's passages through the gateway, as ``hindsight search`` does; a
+    library larger than the key's rate limit waits as the gateway says (``Retry-After``) and goes on."""
     client = default_client()
     filters = SearchFilters(path_prefix=str(export_root.resolve()))
+    request = partial(SearchRequest, limit=SEARCH_LIMIT, filters=filters)
 
     def search(question: str) -> SearchResponse:
-        return client.search(SearchRequest(query=question[:2000], limit=SEARCH_LIMIT, filters=filters), 60)
+        for _ in range(RATE_LIMIT_WAITS):
+            try:
+                return client.search(request(query=question[:2000]), 60)
+            except GatewayError as exc:
+                if exc.status_code != 429:
+                    raise
+                wait = exc.retry_after or ""
+                sleep(float(wait) if wait.isdigit() else 1.0)
+        return client.search(request(query=question[:2000]), 60)
 
     return search
 
