@@ -23,11 +23,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from services.scraper.checkpoint import stable_uuid
-from services.scraper.errors import ScraperError
+from services.scraper.errors import ImportFormatError, ScraperError
 from services.scraper.json_items import TooDeep, list_items
 from services.scraper.models import Source, Thread, Turn
 from services.scraper.official_markdown import (
-    ImportFormatError,
     chain_parts,
     group_by_title,
     parse_official_markdown,
@@ -36,8 +35,6 @@ from services.scraper.thread_parse import entry_attachments, normalise_answer, p
 from services.scraper.writer import ThreadWriter, tally
 from shared.contracts import ExportReport
 from shared.safe_files import RefusedFileError, read_regular_file
-
-__all__ = ["ImportFormatError", "Imported", "threads_from_data_export", "threads_from_markdown_dir"]
 
 
 class BadValue(ScraperError):

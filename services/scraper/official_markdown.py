@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from services.scraper.errors import ScraperError
 from services.scraper.models import Attachment, Source, Turn
 from services.scraper.prose import rewrite_prose
 
@@ -38,10 +37,6 @@ _URL = re.compile(r"https?://\S+")
 _MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _FILE_NAME = re.compile(r"^[^\s/\\]+\.(?P<ext>[A-Za-z0-9]{1,5})$")
 _IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "webp", "heic", "bmp", "svg"})
-
-
-class ImportFormatError(ScraperError):
-    """The file is not in the documented format."""
 
 
 def _label_key(label: str) -> tuple[int, ...]:

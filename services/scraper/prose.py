@@ -20,7 +20,8 @@ from markdown_it import MarkdownIt
 Span = tuple[int, int]
 
 _PARSER = MarkdownIt("commonmark")
-_CODE_BLOCKS = frozenset({"fence", "code_block", "html_block"})
+_CODE_BLOCKS = frozenset({"fence", "code_block"})
+_RAW_BLOCKS = _CODE_BLOCKS | {"html_block"}
 _BACKTICKS = re.compile(r"(?<!\\)`+")
 _ATX_HEADING = re.compile(r"^(#{1,6})(?=[ \t]|$)", re.MULTILINE)
 _MAX_LEVEL = 6
@@ -53,8 +54,9 @@ def _code_spans(text: str, lo: int, hi: int) -> list[Span]:
     return spans
 
 
-def code_ranges(text: str) -> list[Span]:
-    """Character ranges of ``text`` that are code (or raw HTML), in order, not overlapping."""
+def code_ranges(text: str, *, html: bool = True) -> list[Span]:
+    """Character ranges of ``text`` that are code (and raw HTML blocks, with ``html``), in order."""
+    blocks = _RAW_BLOCKS if html else _CODE_BLOCKS
     starts = _line_starts(text)
     last = len(starts) - 1
     ranges: list[Span] = []
@@ -62,7 +64,7 @@ def code_ranges(text: str) -> list[Span]:
         if token.map is None:
             continue
         lo, hi = starts[min(token.map[0], last)], starts[min(token.map[1], last)]
-        if token.type in _CODE_BLOCKS:
+        if token.type in blocks:
             ranges.append((lo, hi))
         elif token.type == "inline":
             ranges.extend(_code_spans(text, lo, hi))
@@ -89,8 +91,9 @@ def inside(ranges: list[Span], position: int) -> bool:
 
 def demote_headings(text: str, levels: int) -> str:
     """ATX headings outside code pushed ``levels`` deeper (at most ``######``), so that no heading of
-    an answer can pass for the thread's title or a turn's question."""
-    code = code_ranges(text)
+    an answer can pass for the thread's title or a turn's question. Lines of raw HTML blocks count
+    too: the indexer reads a ``## `` line there as a heading."""
+    code = code_ranges(text, html=False)
 
     def deeper(match: re.Match[str]) -> str:
         if inside(code, match.start()):

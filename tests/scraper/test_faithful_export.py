@@ -52,7 +52,8 @@ def test_latex_is_rewritten_in_prose_and_never_inside_code() -> None:
 def two_turn_thread() -> Thread:
     first = (
         "## Sodium-ion batteries for grid storage\n\nThey are cheap.\n\n"
-        f"# Installation Steps\n\n{PHONE_CODE}\n\nUse the pattern above."
+        f"# Installation Steps\n\n{PHONE_CODE}\n\nUse the pattern above.\n\n"
+        "<details>\n## Raw HTML details\n</details>\n\nAfter the details."
     )
     return Thread(
         uuid="u-1",
@@ -76,6 +77,7 @@ def test_every_passage_of_a_thread_names_the_question_of_its_turn_whatever_headi
 
     assert question_at("They are cheap.") == "Research sodium-ion batteries for grid storage"
     assert question_at("Use the pattern above.") == "Research sodium-ion batteries for grid storage"
+    assert question_at("After the details.") == "Research sodium-ion batteries for grid storage"
     assert question_at("About 15 years.") == "And how long do they last? In years, please."
     assert PHONE_CODE in text
     turns = {s.heading_path[1] for s in markdown_sections(text, body_start) if len(s.heading_path) > 1}
