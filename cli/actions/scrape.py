@@ -16,6 +16,7 @@ from typing import Any
 from cli.actions.index import index_when_running
 from cli.console import console
 from services.scraper import (
+    DATA_EXPORT_MAX_BYTES,
     Imported,
     export_library,
     interactive_login,
@@ -102,7 +103,10 @@ def import_threads(settings: Settings, load: Callable[[Settings], Imported]) -> 
 def import_data_export(settings: Settings, file: Path) -> ExportReport:
     """Perplexity's bulk data-request JSON."""
     return import_threads(
-        settings, lambda s: threads_from_data_export(file, s.perplexity_base_url, s.max_file_bytes)
+        settings,
+        lambda s: threads_from_data_export(
+            file, s.perplexity_base_url, max(s.max_file_bytes, DATA_EXPORT_MAX_BYTES)
+        ),
     )
 
 

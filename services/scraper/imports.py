@@ -6,7 +6,9 @@
 * Per-thread official Markdown (:mod:`services.scraper.official_markdown`).
 
 Files are opened like the indexer opens documents (:mod:`shared.safe_files`): a symlink is refused,
-not followed, and a file over ``max_file_bytes`` is not read. A bad file or a bad value never stops
+not followed, and a file over the cap is not read (``max_file_bytes`` for each Markdown file; the
+one data-request JSON holds the whole library, so the command allows it
+:data:`DATA_EXPORT_MAX_BYTES`). A bad file or a bad value never stops
 an import: it is reported by name (the file, or the thread's title) and the rest is imported.
 
 Both become :class:`Thread` objects and go through the same writer as scraped threads, so they land
@@ -25,16 +27,19 @@ from pydantic import BaseModel, Field
 from services.scraper.checkpoint import stable_uuid
 from services.scraper.errors import ImportFormatError, ScraperError
 from services.scraper.json_items import TooDeep, list_items
+from services.scraper.media import entry_attachments
 from services.scraper.models import Source, Thread, Turn
 from services.scraper.official_markdown import (
     chain_parts,
     group_by_title,
     parse_official_markdown,
 )
-from services.scraper.thread_parse import entry_attachments, normalise_answer, parse_timestamp
+from services.scraper.thread_parse import normalise_answer, parse_timestamp
 from services.scraper.writer import ThreadWriter, tally
 from shared.contracts import ExportReport
 from shared.safe_files import RefusedFileError, read_regular_file
+
+DATA_EXPORT_MAX_BYTES = 1 << 30
 
 
 class BadValue(ScraperError):

@@ -7,8 +7,10 @@ string with ``answer`` and ``web_results``. Both are read; blocks win when prese
 In blocks, the answer is ``ask_text`` (its ``ask_text_N_markdown`` sections repeat it), else the
 ``answer`` text item of a ``workflow_root`` block (Deep Research, Computer); the sources are the
 ``web_results`` block, else the ``sources_answer_mode`` rows (numbered by their ``citation``), else
-the workflow's sources. Answers are normalised for Markdown: ``[label](pplx://...)`` app links
-become their label, and LaTeX ``\\( \\)`` / ``\\[ \\]`` become ``$ $`` / ``$$ $$``.
+the workflow's sources. Answers are normalised for Markdown, in prose only (code is kept byte for
+byte): ``[label](pplx://...)`` app links become their label, and LaTeX ``\\( \\)`` / ``\\[ \\]``
+become ``$ $`` / ``$$ $$``. Images, media items and attachments are kept (:mod:`.media`); a
+Computer sub-agent's empty stub entry is not a turn.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from services.scraper.models import Attachment, Source, Thread, ThreadSummary, Turn
+from services.scraper.media import entry_attachments, first_str
+from services.scraper.models import Source, Thread, ThreadSummary, Turn
 from services.scraper.prose import rewrite_prose
 
 JsonObject = dict[str, Any]
@@ -181,42 +184,6 @@ def normalise_answer(answer: str) -> str:
     return rewrite_prose(answer, _normalise_prose)
 
 
-def _media_blocks(blocks: list[JsonObject]) -> list[Any]:
-    """The ``media_items`` of ``media_items`` and ``ask_text_N_images`` blocks."""
-    items: list[Any] = []
-    for block in blocks:
-        media = block.get("media_block") or (block.get("inline_entity_block") or {}).get("media_block")
-        if isinstance(media, dict):
-            items += [*(media.get("media_items") or []), *(media.get("generated_media_items") or [])]
-    return items
-
-
-def _attachment(item: Any, kind: str) -> Attachment | None:
-    """A media item (``medium``, ``image``/``url``, ``name``) or an attachment (a URL or file name)."""
-    if isinstance(item, str) and item.strip():
-        return Attachment(kind=kind, caption=item.strip().rsplit("/", 1)[-1], url=item.strip())
-    if not isinstance(item, dict):
-        return None
-    url = _first_str(item.get("image"), item.get("url"), item.get("file_url"), item.get("link")) or ""
-    caption = _first_str(item.get("name"), item.get("title"), item.get("file_name"), item.get("filename"))
-    if not url and not caption:
-        return None
-    return Attachment(kind=str(item.get("medium") or kind), caption=caption or url, url=url)
-
-
-def entry_attachments(entry: JsonObject, blocks: list[JsonObject]) -> list[Attachment]:
-    """Images, media items and attached files of an entry, each URL once, in order."""
-    found = [
-        *(_attachment(i, "file") for i in entry.get("attachments") or []),
-        *(_attachment(i, "image") for i in [*(entry.get("media_items") or []), *_media_blocks(blocks)]),
-    ]
-    unique: dict[str, Attachment] = {}
-    for item in found:
-        if item is not None:
-            unique.setdefault(item.url or item.caption, item)
-    return list(unique.values())
-
-
 def is_stub(entry: JsonObject, turn: Turn) -> bool:
     """An entry that only stands for a Computer sub-agent's run (a ``subagent_result`` block) and
     carries nothing of its own: no answer, sources or attachments. It is not a turn of the thread."""
@@ -332,13 +299,6 @@ def _entry_time(entry: JsonObject) -> datetime | None:
     return None
 
 
-def _first_str(*values: Any) -> str | None:
-    for value in values:
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
 def build_thread(
     entries: list[JsonObject], metadata: JsonObject, summary: ThreadSummary, base_url: str
 ) -> Thread:
@@ -347,24 +307,24 @@ def build_thread(
     if all(_entry_time(e) for e in entries):
         entries = sorted(entries, key=lambda e: _entry_time(e) or datetime.min.replace(tzinfo=UTC))
     first, last = (entries[0], entries[-1]) if entries else ({}, {})
-    title = _first_str(metadata.get("title"), first.get("thread_title"), summary.title) or "Untitled"
+    title = first_str(metadata.get("title"), first.get("thread_title"), summary.title) or "Untitled"
     turns = [turn for entry in entries if not is_stub(entry, turn := parse_turn(entry))]
     for index, turn in enumerate(turns):
         if not turn.question:
             turn.question = title if index == 0 else "Follow-up"
-    slug = _first_str(summary.slug, first.get("thread_url_slug"))
+    slug = first_str(summary.slug, first.get("thread_url_slug"))
     return Thread(
         uuid=summary.uuid,
         title=title,
-        space=_first_str((first.get("collection_info") or {}).get("title"), summary.space) or "General",
-        space_uuid=_first_str((first.get("collection_info") or {}).get("uuid"), summary.space_uuid),
+        space=first_str((first.get("collection_info") or {}).get("title"), summary.space) or "General",
+        space_uuid=first_str((first.get("collection_info") or {}).get("uuid"), summary.space_uuid),
         slug=slug,
         url=f"{base_url.rstrip('/')}/search/{slug or summary.uuid}",
         created=parse_timestamp(metadata.get("created_at")) or _entry_time(first),
         updated=parse_timestamp(metadata.get("updated_at"))
         or parse_timestamp(last.get("updated_datetime"))
         or parse_timestamp(summary.last_query_datetime),
-        model=_first_str(last.get("display_model"), last.get("user_selected_model"), summary.display_model),
-        mode=_first_str(last.get("search_mode"), last.get("mode"), summary.mode),
+        model=first_str(last.get("display_model"), last.get("user_selected_model"), summary.display_model),
+        mode=first_str(last.get("search_mode"), last.get("mode"), summary.mode),
         turns=turns,
     )
