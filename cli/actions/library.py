@@ -27,6 +27,7 @@ TOP_SOURCES = 5
 WORST_SHOWN = 10
 SEARCH_LIMIT = 50
 RATE_LIMIT_WAITS = 5
+PROGRESS_EVERY = 25
 
 Search = Callable[[str], SearchResponse]
 
@@ -48,19 +49,16 @@ def source_rank(file: Path, result: SearchResponse) -> int | None:
 
 
 def known_items(check: LibraryCheck, search: Search) -> list[KnownItem]:
-    """Each readable thread's first question asked, and where its own file ranks."""
+    """Each readable thread's first question asked, and where its own file ranks; progress is said
+    every :data:`PROGRESS_EVERY` questions (a large library waits on the key's rate limit)."""
     root = Path(check.export_dir)
+    asked = [(t.path, q) for t in check.threads if t.problem is None and (q := t.first_question)]
     items = []
-    for thread in check.threads:
-        if thread.problem is None and thread.first_question:
-            result = search(thread.first_question)
-            items.append(
-                KnownItem(
-                    path=thread.path,
-                    question=thread.first_question,
-                    rank=source_rank(root / thread.path, result),
-                )
-            )
+    for number, (path, question) in enumerate(asked, start=1):
+        if number % PROGRESS_EVERY == 0:
+            error_console.print(f"[dim]asked {number}/{len(asked)} first questions[/dim]")
+        rank = source_rank(root / path, search(question))
+        items.append(KnownItem(path=path, question=question, rank=rank))
     return items
 
 
