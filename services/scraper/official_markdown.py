@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from services.scraper.models import Attachment, Source, Turn
-from services.scraper.prose import rewrite_prose
+from services.scraper.prose import code_ranges, inside, rewrite_prose
 
 _PART = re.compile(r"^(?P<stem>.+?)(?: ?\((?P<paren>\d+)\)|-(?P<dash>\d+))$")
 _TURN_SPLIT = re.compile(r"^[ \t]*-{3,}[ \t]*\n(?=(?:[ \t]*\n)*# )", re.MULTILINE)
@@ -78,10 +78,13 @@ def _split_question(lines: list[str]) -> tuple[str, list[str]]:
 def parse_official_turn(section: str) -> Turn | None:
     """One ``# query`` section: the answer with its footnote markers numbered, and its sources."""
     question, body = _split_question(section.strip().splitlines())
+    code = code_ranges("\n".join(body), html=False)
     targets: dict[str, str] = {}
     answer_lines = []
+    offset = 0
     for line in body:
-        match = _FOOTNOTE_DEF.match(line.strip())
+        match = None if inside(code, offset) else _FOOTNOTE_DEF.match(line.strip())
+        offset += len(line) + 1
         if match:
             targets.setdefault(match.group("label"), match.group("target"))
         else:
@@ -117,10 +120,22 @@ def undecorated(text: str) -> str:
     return text.strip()
 
 
+def turn_sections(text: str) -> list[str]:
+    """``text`` cut where a ``---`` line is followed by an H1, outside code (a YAML document's
+    ``---`` then ``# comment`` in a fence is code)."""
+    code = code_ranges(text, html=False)
+    sections, start = [], 0
+    for match in _TURN_SPLIT.finditer(text):
+        if not inside(code, match.start()):
+            sections.append(text[start : match.start()])
+            start = match.end()
+    return [*sections, text[start:]]
+
+
 def parse_official_markdown(text: str) -> list[Turn]:
     """The turns of one file (or of parts joined), a turn repeated across parts kept once."""
     turns: list[Turn] = []
-    for section in _TURN_SPLIT.split(undecorated(text)):
+    for section in turn_sections(undecorated(text)):
         turn = parse_official_turn(section)
         if turn and turn not in turns:
             turns.append(turn)

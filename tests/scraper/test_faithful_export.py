@@ -272,3 +272,41 @@ def test_a_run_killed_after_some_writes_resumes_without_refetching_or_calling_th
     assert (tmp_path / CHECKPOINT_NAME).exists()
     assert all(resumed.is_current(t.uuid, f"listing-{t.uuid}") for t in threads)
     assert {resumed.write(t, f"listing-{t.uuid}")[0] for t in threads} == {WriteOutcome.UNCHANGED}
+
+
+DIVIDER = '<div align="center">⁂</div>'
+YAML_ANSWER = """Two documents in one file:
+
+```yaml
+---
+# first document
+name: a
+---
+# second document
+name: b
+[^1]: not a footnote, a line of the example
+```
+
+Each `---` starts a document.[^1]"""
+
+
+def test_code_in_an_official_export_is_never_cut_into_turns_or_stripped_of_footnote_lookalikes(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / "YAML.md").write_text(
+        f"# How do I put two YAML documents in one file?\n\n{YAML_ANSWER}\n\n"
+        f"{DIVIDER}\n\n[^1]: https://yaml.org/spec/1.2.2/\n\n---\n\n"
+        "# And in JSON?\n\nJSON has no documents; use JSON Lines.[^1]\n\n[^1]: https://jsonlines.org/\n"
+    )
+
+    (thread,) = threads_from_markdown_dir(folder, MAX_BYTES).threads
+
+    assert [t.question for t in thread.turns] == [
+        "How do I put two YAML documents in one file?",
+        "And in JSON?",
+    ]
+    code = YAML_ANSWER.split("```yaml", 1)[1].split("```", 1)[0]
+    assert code in thread.turns[0].answer
+    assert [s.url for s in thread.turns[0].sources] == ["https://yaml.org/spec/1.2.2/"]
