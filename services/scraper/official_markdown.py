@@ -114,10 +114,15 @@ def parse_official_turn(section: str) -> Turn | None:
     return Turn(question=question or "Follow-up", answer=answer, sources=sources, attachments=attachments)
 
 
-def undecorated(text: str) -> str:
+def _strip_decoration(prose: str) -> str:
     for pattern in _DECORATION:
-        text = pattern.sub("", text)
-    return text.strip()
+        prose = pattern.sub("", prose)
+    return prose
+
+
+def undecorated(text: str) -> str:
+    """``text`` without the export's logo, hidden span and divider (never touching code)."""
+    return rewrite_prose(text, _strip_decoration, html=False).strip()
 
 
 def turn_sections(text: str) -> list[str]:

@@ -71,12 +71,12 @@ def code_ranges(text: str, *, html: bool = True) -> list[Span]:
     return sorted(ranges)
 
 
-def rewrite_prose(text: str, rewrite: Callable[[str], str]) -> str:
-    """``text`` with ``rewrite`` applied to each stretch of prose between code ranges; code is kept
-    byte for byte."""
+def rewrite_prose(text: str, rewrite: Callable[[str], str], *, html: bool = True) -> str:
+    """``text`` with ``rewrite`` applied to each stretch of prose between code ranges (and raw HTML
+    blocks, with ``html``); code is kept byte for byte."""
     pieces: list[str] = []
     position = 0
-    for lo, hi in code_ranges(text):
+    for lo, hi in code_ranges(text, html=html):
         if lo < position:
             continue
         pieces.extend((rewrite(text[position:lo]), text[lo:hi]))

@@ -277,6 +277,11 @@ def test_a_run_killed_after_some_writes_resumes_without_refetching_or_calling_th
 DIVIDER = '<div align="center">⁂</div>'
 YAML_ANSWER = """Two documents in one file:
 
+```html
+<img src="logo.png" style="height:64px"/>
+<div align="center">⁂</div>
+```
+
 ```yaml
 ---
 # first document
@@ -307,6 +312,7 @@ def test_code_in_an_official_export_is_never_cut_into_turns_or_stripped_of_footn
         "How do I put two YAML documents in one file?",
         "And in JSON?",
     ]
-    code = YAML_ANSWER.split("```yaml", 1)[1].split("```", 1)[0]
-    assert code in thread.turns[0].answer
+    for fence in ("```html", "```yaml"):
+        code = YAML_ANSWER.split(fence, 1)[1].split("```", 1)[0]
+        assert code in thread.turns[0].answer
     assert [s.url for s in thread.turns[0].sources] == ["https://yaml.org/spec/1.2.2/"]
