@@ -184,12 +184,31 @@ def normalise_answer(answer: str) -> str:
     return rewrite_prose(answer, _normalise_prose)
 
 
+def _holds_text(value: Any, depth: int = 6) -> bool:
+    """Whether a block's payload holds any non-blank string (looked at ``depth`` levels deep)."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    if depth and isinstance(value, dict):
+        return any(_holds_text(v, depth - 1) for v in value.values())
+    if depth and isinstance(value, list):
+        return any(_holds_text(v, depth - 1) for v in value)
+    return False
+
+
 def is_stub(entry: JsonObject, turn: Turn) -> bool:
-    """An entry that only stands for a Computer sub-agent's run (a ``subagent_result`` block) and
-    carries nothing of its own: no answer, sources or attachments. It is not a turn of the thread."""
-    usages = {str(b.get("intended_usage") or "") for b in entry.get("blocks") or [] if isinstance(b, dict)}
-    return any("subagent" in usage for usage in usages) and not (
-        turn.answer or turn.sources or turn.attachments
+    """An entry that only stands for a Computer sub-agent's run: its ``subagent_result`` blocks hold
+    no text, and it has no answer, sources or attachments. It is not a turn of the thread (a
+    sub-agent block that does hold text is kept as a turn, even when its answer cannot be read)."""
+    subagent = [
+        b
+        for b in entry.get("blocks") or []
+        if isinstance(b, dict) and "subagent" in str(b.get("intended_usage") or "")
+    ]
+    payloads = [{k: v for k, v in b.items() if k != "intended_usage"} for b in subagent]
+    return (
+        bool(subagent)
+        and not any(map(_holds_text, payloads))
+        and not (turn.answer or turn.sources or turn.attachments)
     )
 
 

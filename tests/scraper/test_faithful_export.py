@@ -316,3 +316,24 @@ def test_code_in_an_official_export_is_never_cut_into_turns_or_stripped_of_footn
         code = YAML_ANSWER.split(fence, 1)[1].split("```", 1)[0]
         assert code in thread.turns[0].answer
     assert [s.url for s in thread.turns[0].sources] == ["https://yaml.org/spec/1.2.2/"]
+
+
+def test_a_subagent_entry_that_holds_text_is_kept_as_a_turn_not_dropped_as_a_stub() -> None:
+    holding = {
+        "uuid": "e3",
+        "query_str": "Compare the ryokan prices",
+        "blocks": [
+            {"intended_usage": "subagent_result", "subagent_block": {"summary": "Three options found."}}
+        ],
+    }
+    empty = {
+        "uuid": "e4",
+        "query_str": "",
+        "blocks": [{"intended_usage": "subagent_result", "subagent_block": {}}],
+    }
+
+    built = build_thread(
+        [holding, empty], {"title": "Kyoto"}, ThreadSummary(uuid="t2"), "https://www.perplexity.ai"
+    )
+
+    assert [t.question for t in built.turns] == ["Compare the ryokan prices"]
