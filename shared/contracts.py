@@ -447,6 +447,9 @@ class ExportReport(Contract):
     failed: int = 0
     failures: list[str] = Field(default_factory=list)
     written: list[str] = Field(default_factory=list)
+    kept_once: list[str] = Field(
+        default_factory=list, description="imported threads found already there (the same thread), by name"
+    )
 
     @property
     def has_changes(self) -> bool:

@@ -40,6 +40,8 @@ def print_report(report: ExportReport) -> None:
         f"{report.changed} changed, {report.unchanged} unchanged, {report.gone} gone, {report.failed} failed",
         soft_wrap=True,
     )
+    for line in report.kept_once:
+        console.print(f"  = {line} (the same thread: kept once)", soft_wrap=True)
     for line in report.failures:
         console.print(f"  [yellow]![/] {line}", soft_wrap=True)
 

@@ -33,7 +33,7 @@ def _no_progress(detail: str, data: dict[str, Any]) -> None:
 
 
 def counts(report: ExportReport) -> dict[str, Any]:
-    return report.model_dump(exclude={"failures", "written", "export_dir"})
+    return report.model_dump(exclude={"failures", "written", "kept_once", "export_dir"})
 
 
 class LibraryExporter:
@@ -107,7 +107,7 @@ class LibraryExporter:
         site = SiteCount(turns=summary.query_count, complete=raw.complete)
         outcome, relpath = self.writer.write(thread, listing, site=site)
         tally(self.report, outcome, relpath)
-        if outcome is not WriteOutcome.UNCHANGED:
+        if outcome in (WriteOutcome.NEW, WriteOutcome.CHANGED):
             self.progress(f"{outcome.value}: {relpath}", counts(self.report))
 
 

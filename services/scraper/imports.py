@@ -63,7 +63,7 @@ def write_threads(imported: Imported, export_dir: Path) -> ExportReport:
     try:
         for thread in imported.threads:
             report.discovered += 1
-            tally(report, *writer.write(thread, imported=True))
+            tally(report, *writer.write(thread, imported=True), title=thread.title)
     finally:
         writer.close()
     return report

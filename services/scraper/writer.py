@@ -47,6 +47,8 @@ class WriteOutcome(StrEnum):
     NEW = "new"
     CHANGED = "changed"
     UNCHANGED = "unchanged"
+    #: An import of a thread already there under another uuid (scraped, or imported before).
+    SAME_THREAD = "same thread"
 
 
 class ThreadWriter:
@@ -125,7 +127,7 @@ class ThreadWriter:
         record = self.checkpoint.get(thread.uuid)
         other = None if record else self._other_copy(thread, identity)
         if other and imported:
-            return WriteOutcome.UNCHANGED, self._also_imported(*other)
+            return WriteOutcome.SAME_THREAD, self._also_imported(*other)
         if other and not imported and other[1].imported:
             record = self.checkpoint.data.threads.pop(other[0])  # scraped now: it replaces the import
             self._note_change()
@@ -202,13 +204,16 @@ def files_by_tail(export_dir: Path) -> dict[str, set[str]]:
     return found
 
 
-def tally(report: ExportReport, outcome: WriteOutcome, relpath: str) -> None:
-    """Count one write in the report; written files are listed for the indexer and the user."""
+def tally(report: ExportReport, outcome: WriteOutcome, relpath: str, title: str = "") -> None:
+    """Count one write in the report; written files are listed for the indexer and the user, and an
+    import kept once as a thread already there is named."""
     if outcome is WriteOutcome.NEW:
         report.new += 1
     elif outcome is WriteOutcome.CHANGED:
         report.changed += 1
     else:
         report.unchanged += 1
+        if outcome is WriteOutcome.SAME_THREAD:
+            report.kept_once.append(f"{title!r} is already there as {relpath}")
         return
     report.written.append(relpath)

@@ -208,6 +208,9 @@ def test_a_repeated_prompt_a_year_apart_is_its_own_thread_and_a_reimport_of_a_sc
     report = write_threads(Imported(threads=[a_year_before, same_as_scraped]), export_dir)
 
     assert (report.new, report.unchanged) == (1, 1)
+    assert report.kept_once == [
+        "'How do heat pumps work?' is already there as General/How do heat pumps work_ (real-uuid).md"
+    ]
     answers = sorted(p.read_text().count("refrigerant cycle") for p in export_dir.rglob("*.md"))
     assert answers == [0, 1] and len(answers) == 2
 
