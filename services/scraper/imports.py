@@ -18,7 +18,9 @@ not written a second time (see :class:`~services.scraper.writer.ThreadWriter`).
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +152,19 @@ def _conversation_thread(conversation: dict[str, Any], base_url: str, problems: 
     )
 
 
+_TITLE_IN_HEAD = re.compile(r'"context_title"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def _title_in(head: str) -> str | None:
+    """The ``context_title`` written near the start of an item that could not be read whole."""
+    match = _TITLE_IN_HEAD.search(head)
+    try:
+        title = json.loads(match.group(1)) if match else None
+    except ValueError:
+        return None
+    return title if isinstance(title, str) else None
+
+
 def _conversation_name(conversation: Any, number: int) -> str:
     title = conversation.get("context_title") if isinstance(conversation, dict) else None
     return (
@@ -175,7 +190,8 @@ def threads_from_data_export(path: Path, base_url: str, max_bytes: int) -> Impor
         raise ImportFormatError(f"{path}: no `conversations` list; is this Perplexity's data-request JSON?")
     for number, item in enumerate(items, start=1):
         if isinstance(item, TooDeep):
-            imported.problems.append(f"{path.name}: conversation {number}: {item}; left out")
+            name = _conversation_name({"context_title": _title_in(item.head)}, number)
+            imported.problems.append(f"{path.name}: {name}: {item}; left out")
             imported.left_out += 1
             continue
         if not isinstance(item, dict):

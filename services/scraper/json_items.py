@@ -19,10 +19,15 @@ from typing import Any
 from services.scraper.errors import ScraperError
 
 _DECODER = json.JSONDecoder()
+HEAD_CHARS = 2000
 
 
 class TooDeep(ScraperError):
-    """An item nested deeper than the JSON reader goes."""
+    """An item nested deeper than the JSON reader goes; ``head`` is its opening text, to name it by."""
+
+    def __init__(self, message: str, head: str) -> None:
+        super().__init__(message)
+        self.head = head
 
 
 def _skip_space(text: str, index: int) -> int:
@@ -64,8 +69,9 @@ def _items_from(text: str, start: int) -> list[Any]:
             item, index = _DECODER.raw_decode(text, index)
             items.append(item)
         except RecursionError:
+            head = text[index : index + HEAD_CHARS]
             index = _skip_value(text, index)
-            items.append(TooDeep(f"nested deeper than {sys.getrecursionlimit()} levels"))
+            items.append(TooDeep(f"nested deeper than {sys.getrecursionlimit()} levels", head))
         index = _skip_space(text, index)
         if index < len(text) and text[index] == ",":
             index = _skip_space(text, index + 1)

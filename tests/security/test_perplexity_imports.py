@@ -56,7 +56,7 @@ def test_an_oversized_markdown_export_is_refused_by_name_without_being_read(tmp_
     assert any("Flood.md" in p and "limit" in p for p in imported.problems)
 
 
-def test_a_conversation_nested_200000_deep_is_reported_by_number_and_the_rest_imported(
+def test_a_conversation_nested_200000_deep_is_reported_by_number_and_title_and_the_rest_imported(
     tmp_path: Path,
 ) -> None:
     deep = "[" * 200_000 + "]" * 200_000
@@ -76,7 +76,7 @@ def test_a_conversation_nested_200000_deep_is_reported_by_number_and_the_rest_im
 
     assert [t.title for t in imported.threads] == ["Tea", "Coffee"]
     (problem,) = imported.problems
-    assert "conversation 2" in problem and "nested deeper" in problem
+    assert "conversation 2 ('Bomb')" in problem and "nested deeper" in problem
 
 
 def test_created_at_of_1e20_nan_or_infinity_is_reported_per_thread_and_the_threads_imported(
