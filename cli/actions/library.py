@@ -19,8 +19,8 @@ from pydantic import BaseModel
 
 from cli.client import GatewayError, default_client, transport_failure
 from cli.console import console, error_console
-from services.scraper import LibraryCheck, check_library
-from shared.contracts import SearchFilters, SearchRequest, SearchResponse
+from services.scraper import check_library
+from shared.contracts import LibraryCheck, SearchFilters, SearchRequest, SearchResponse
 from shared.settings import Settings
 
 TOP_SOURCES = 5

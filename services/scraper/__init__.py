@@ -12,14 +12,13 @@ from services.scraper.imports import (
     threads_from_markdown_dir,
     write_threads,
 )
-from services.scraper.library import LibraryCheck, check_library
+from services.scraper.library import check_library
 from services.scraper.models import Thread
 from services.scraper.session import interactive_login
 
 __all__ = [
     "DATA_EXPORT_MAX_BYTES",
     "Imported",
-    "LibraryCheck",
     "ScraperError",
     "Thread",
     "check_library",

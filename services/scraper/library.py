@@ -10,50 +10,17 @@ Files are opened without following links and up to ``max_file_bytes``, like ever
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from services.scraper.checkpoint import CHECKPOINT_NAME, Checkpoint, ThreadRecord
 from services.scraper.writer import IMPORTED, SCRAPED
+from shared.contracts import LibraryCheck, ThreadCheck
 from shared.markdown_source import fenced_ranges, split_front_matter
 from shared.safe_files import RefusedFileError, read_regular_file
 
 TURN_HEADING = "## "
-
-
-class ThreadCheck(BaseModel):
-    path: str = Field(description="relative to the export folder")
-    title: str = ""
-    origin: str = Field(default="unknown", description="scraped, imported, both, or unknown")
-    turns: int = 0
-    site_turns: int | None = None
-    site_complete: bool | None = None
-    first_question: str | None = None
-    problem: str | None = None
-
-    @property
-    def turns_differ(self) -> bool:
-        """The file has another number of turns than the site listed, or the site had more pages."""
-        return (self.site_turns is not None and self.turns != self.site_turns) or self.site_complete is False
-
-
-class LibraryCheck(BaseModel):
-    export_dir: str
-    threads: list[ThreadCheck] = Field(default_factory=list)
-
-    @property
-    def by_origin(self) -> dict[str, int]:
-        return dict(Counter(t.origin for t in self.threads if t.problem is None))
-
-    @property
-    def unreadable(self) -> list[ThreadCheck]:
-        return [t for t in self.threads if t.problem is not None]
-
-    @property
-    def turn_mismatches(self) -> list[ThreadCheck]:
-        return [t for t in self.threads if t.problem is None and t.turns_differ]
 
 
 def turn_questions(body: str) -> list[str]:
