@@ -18,7 +18,7 @@ from typing import Annotated, cast
 from celery.exceptions import TimeoutError as CeleryTimeoutError
 from fastapi import APIRouter, HTTPException, Query, status
 
-from services.gateway.deps import RedisDep, SettingsDep
+from services.gateway.deps import RedisDep
 from services.gateway.schemas import IndexJobStarted, LibraryFolder, error_responses
 from services.gateway.worker_census import census
 from services.gateway.workflow import run_library_check
@@ -30,7 +30,7 @@ from shared.topology import Queue
 router = APIRouter(prefix="/v1", tags=["indexing"])
 JOBS_KEY = "hindsight:library:jobs"  # hash: folder -> its latest index job (id, when it started)
 REPORTS_KEY = "hindsight:library:reports"  # hash: folder -> its latest finished job's ScanReport
-LIBRARY_CHECK_TIMEOUT_S = 30.0
+LIBRARY_CHECK_TIMEOUT_S = 20.0
 
 
 async def record_index_job(client: RedisDep, root: str, job_id: str) -> None:
@@ -73,10 +73,10 @@ async def forget_folder(root: Annotated[str, Query(min_length=1)], client: Redis
 
 
 @router.get("/library/perplexity", response_model=LibraryCheck, responses=error_responses(503, 504))
-async def perplexity_library(settings: SettingsDep) -> LibraryCheck:
+async def perplexity_library() -> LibraryCheck:
     """Every file of the Perplexity export folder read back: origin, turns against the site's
     count, or why it does not read as a thread. The known-item search is ``hindsight library check``."""
-    if settings.refuse_without_workers and await census.without_worker((Queue.SCRAPE,)):
+    if await census.without_worker((Queue.SCRAPE,)):  # a read: never queued for a worker to come
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             "no scrape worker is running to read the export folder: `hindsight up` starts one "
