@@ -38,6 +38,10 @@ app.add_typer(models_app, name="models")
 app.add_typer(keys_app, name="keys")
 app.add_typer(scrape_app, name="scrape")
 app.add_typer(import_app, name="import")
+library_app = typer.Typer(
+    help="Check the Perplexity library: whole, and found by search.", no_args_is_help=True
+)
+app.add_typer(library_app, name="library")
 
 ExportDir = Annotated[
     Path | None, typer.Option(help="Where the Markdown goes (default HINDSIGHT_EXPORT_DIR).")
@@ -257,8 +261,10 @@ def import_perplexity_export(
 
     settings = scrape.settings_for(export_dir)
     with scraper_errors():
-        scrape.import_data_export(settings, file)
+        report = scrape.import_data_export(settings, file)
     index_imported(settings.export_root)
+    if report.failed:
+        raise typer.Exit(2)
 
 
 @import_app.command("perplexity-markdown")
@@ -271,8 +277,29 @@ def import_perplexity_markdown(
 
     settings = scrape.settings_for(export_dir)
     with scraper_errors():
-        scrape.import_markdown_dir(settings, directory)
+        report = scrape.import_markdown_dir(settings, directory)
     index_imported(settings.export_root)
+    if report.failed:
+        raise typer.Exit(2)
+
+
+@library_app.command("check")
+def library_check(
+    export_dir: ExportDir = None,
+    no_search: Annotated[
+        bool,
+        typer.Option("--no-search", help="Check the files only; do not ask each thread's first question."),
+    ] = False,
+) -> None:
+    """Threads by origin (scraped, imported, both), turns against what the site reported, files that do
+    not read as a thread; then each thread's first question searched: Recall@5, MRR, worst threads."""
+    from cli.actions import library, scrape
+
+    settings = scrape.settings_for(export_dir)
+    search = None if no_search else library.gateway_search(settings.export_root)
+    check, _ = library.library_check(settings, search)
+    if check.unreadable:
+        raise typer.Exit(2)
 
 
 def index_imported(export_root: Path) -> None:

@@ -16,7 +16,8 @@ from typing import Any
 from cli.actions.index import index_when_running
 from cli.console import console
 from services.scraper import (
-    Thread,
+    DATA_EXPORT_MAX_BYTES,
+    Imported,
     export_library,
     interactive_login,
     threads_from_data_export,
@@ -39,6 +40,8 @@ def print_report(report: ExportReport) -> None:
         f"{report.changed} changed, {report.unchanged} unchanged, {report.gone} gone, {report.failed} failed",
         soft_wrap=True,
     )
+    for line in report.kept_once:
+        console.print(f"  = {line} (the same thread: kept once)", soft_wrap=True)
     for line in report.failures:
         console.print(f"  [yellow]![/] {line}", soft_wrap=True)
 
@@ -93,7 +96,7 @@ def scrape(
     return report
 
 
-def import_threads(settings: Settings, load: Callable[[Settings], list[Thread]]) -> ExportReport:
+def import_threads(settings: Settings, load: Callable[[Settings], Imported]) -> ExportReport:
     report = write_threads(load(settings), settings.export_root)
     print_report(report)
     return report
@@ -101,9 +104,14 @@ def import_threads(settings: Settings, load: Callable[[Settings], list[Thread]])
 
 def import_data_export(settings: Settings, file: Path) -> ExportReport:
     """Perplexity's bulk data-request JSON."""
-    return import_threads(settings, lambda s: threads_from_data_export(file, s.perplexity_base_url))
+    return import_threads(
+        settings,
+        lambda s: threads_from_data_export(
+            file, s.perplexity_base_url, max(s.max_file_bytes, DATA_EXPORT_MAX_BYTES)
+        ),
+    )
 
 
 def import_markdown_dir(settings: Settings, directory: Path) -> ExportReport:
     """Per-thread Markdown downloaded from Perplexity (``Title.md``, ``Title(2).md``, ...)."""
-    return import_threads(settings, lambda _settings: threads_from_markdown_dir(directory))
+    return import_threads(settings, lambda s: threads_from_markdown_dir(directory, s.max_file_bytes))

@@ -9,7 +9,7 @@ import yaml
 
 from services.gateway.schemas import Evidence
 from shared.contracts import Citation
-from shared.markdown_source import split_front_matter
+from shared.markdown_source import fenced_ranges, split_front_matter
 
 TURN_HEADING = "## "
 
@@ -41,8 +41,14 @@ def front_matter_fields(header: str | None) -> dict[str, object]:
 
 
 def turn_question(text: str, quote_start: int, body_start: int) -> str | None:
-    """The text of the last ``## `` heading before ``quote_start`` (the turn a thread's quote is in)."""
-    line_start = text.rfind("\n" + TURN_HEADING, body_start, max(body_start, quote_start))
+    """The text of the last ``## `` heading outside code fences before ``quote_start`` (the turn a
+    thread's quote is in; the exporter pushes an answer's own headings below that level)."""
+    fences = fenced_ranges(text)
+    end = max(body_start, quote_start)
+    while (line_start := text.rfind("\n" + TURN_HEADING, body_start, end)) != -1:
+        if not any(lo <= line_start + 1 < hi for lo, hi in fences):
+            break
+        end = line_start
     if line_start == -1:
         return None
     line_end = text.find("\n", line_start + 1)

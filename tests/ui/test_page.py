@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from services.scraper.imports import threads_from_data_export, write_threads
 from tests.conftest import REPO, run_hindsight
+from tests.scraper.test_imports import data_export
 from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -287,3 +290,24 @@ def test_a_how_to_answer_shows_the_command_as_a_code_block(browser: Browser, sta
     expect(page.locator("#answer a.cite").first).to_have_text("[1]")
     screenshot(page, "how-to-answer-phone")
     assert no_sideways_scroll(page)
+
+
+def test_the_library_panel_checks_the_perplexity_export_folder(browser: Browser, stack: Stack) -> None:
+    exports = Path(stack.env["HINDSIGHT_DATA_DIR"]) / "exports"
+    source = data_export(exports.parent / "perplexity-data-request.json")
+    write_threads(threads_from_data_export(source, "https://www.perplexity.ai", 1_000_000), exports)
+    (exports / "General" / "Broken.md").write_text("no front matter\n")
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["phone"])
+
+    page.click("#perplexity-check-start")
+
+    expect(page.locator("#perplexity-check-summary")).to_have_text(
+        "2 threads: 2 imported · turns as the site reported them: 2 of 2 · "
+        "files that did not read as a thread: 1",
+        timeout=60_000,
+    )
+    expect(page.locator("#perplexity-check-issues li")).to_have_text(
+        ["General/Broken.md: no Perplexity front matter (`source: perplexity`)"]
+    )
+    assert no_sideways_scroll(page)
+    screenshot(page, "perplexity-library-check-phone")
