@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 
+from cli.listeners import refuse_foreign_listener
 from cli.local_key import client_key
 from shared.contracts import (
     Answer,
@@ -138,6 +139,10 @@ class GatewayClient:
 
 
 def default_client() -> GatewayClient:
-    """A client of the configured gateway, with this CLI's key when the gateway demands one."""
+    """A client of the configured gateway, with this CLI's key when the gateway demands one; refused
+    (:class:`UntrustedListenerError`) when another local user holds the gateway's port, so neither the
+    key nor a question reaches their process."""
     settings = get_settings()
+    url = httpx.URL(settings.gateway_url)
+    refuse_foreign_listener(url.host, url.port or (443 if url.scheme == "https" else 80), "Hindsight")
     return GatewayClient(settings.gateway_url, client_key(settings))
