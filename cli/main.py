@@ -23,7 +23,9 @@ from cli.actions import keys, models, search, stack
 from cli.actions.ask import ask_question
 from cli.actions.index import index_and_watch, index_when_running, run_index
 from cli.client import GatewayError, default_client, transport_failure
-from cli.console import console, error_console
+from cli.console import console, error_console, shown
+from cli.listeners import UntrustedListenerError
+from cli.local_stack import StackError
 from shared.contracts import SearchFilters, SearchMode, SearchRequest, SourceKind, Strategy
 from shared.settings import get_settings
 
@@ -266,7 +268,7 @@ def scraper_errors() -> Iterator[None]:
     try:
         yield
     except ScraperError as exc:
-        console.print(f"[red]{exc}[/]", soft_wrap=True)
+        console.print(f"[red]{shown(exc)}[/]", soft_wrap=True)
         raise typer.Exit(1) from exc
 
 
@@ -276,14 +278,17 @@ def main() -> None:
     try:
         app()
     except GatewayError as exc:
-        error_console.print(f"[red]{exc}[/red]", soft_wrap=True)
+        error_console.print(f"[red]{shown(exc)}[/red]", soft_wrap=True)
         raise SystemExit(1) from exc
     except httpx.TransportError as exc:
         error_console.print(unreachable(exc), soft_wrap=True)
         raise SystemExit(1) from exc
     except ValidationError as exc:
-        error_console.print(f"[red]{invalid_input(exc)}[/red]", soft_wrap=True)
+        error_console.print(f"[red]{shown(invalid_input(exc))}[/red]", soft_wrap=True)
         raise SystemExit(2) from exc
+    except (StackError, UntrustedListenerError, TimeoutError) as exc:
+        error_console.print(f"[red]{shown(exc)}[/red]", soft_wrap=True)
+        raise SystemExit(1) from exc
 
 
 def unreachable(exc: httpx.TransportError) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from rich.markdown import Markdown
 
 from cli.client import GatewayClient, default_client
-from cli.console import console, counted, error_console
+from cli.console import console, counted, error_console, plain, shown
 from shared.contracts import Answer, Citation, Event, QuestionOptions, Strategy
 from shared.events import TERMINAL_STAGE, WAITING_STAGE
 
@@ -78,10 +78,10 @@ def follow_question(
             if event.stage == TERMINAL_STAGE and event.status == "done":
                 return Answer.model_validate(event.data["answer"])
             if event.stage == TERMINAL_STAGE:
-                (error_console if quiet else console).print(f"[red]failed[/red]: {event.detail}")
+                (error_console if quiet else console).print(f"[red]failed[/red]: {shown(event.detail)}")
                 return None
             if event.stage == WAITING_STAGE:
-                spinner.update(f"{event.detail} (Ctrl-C cancels)")
+                spinner.update(f"{shown(event.detail)} (Ctrl-C cancels)")
                 continue
             progress.record(event)
             if stages and not quiet:
@@ -93,12 +93,12 @@ def follow_question(
 def render_event(event: Event) -> None:
     colour = {"failed": "red", "done": "green", "skipped": "yellow"}.get(event.status, "cyan")
     elapsed = f" ({event.elapsed_ms:.0f} ms)" if event.elapsed_ms else ""
-    console.print(f"[{colour}]{event.stage:>8} {event.status:<8}[/{colour}] {event.detail}{elapsed}")
+    console.print(f"[{colour}]{event.stage:>8} {event.status:<8}[/{colour}] {shown(event.detail)}{elapsed}")
 
 
 def render_answer(answer: Answer) -> None:
     console.rule("answer")
-    console.print(Markdown(answer.markdown))
+    console.print(Markdown(plain(answer.markdown), hyperlinks=False))
     if answer.citations:
         console.rule("citations")
     for c in answer.citations:
@@ -109,4 +109,4 @@ def citation_line(c: Citation) -> str:
     """``[n] title — path:line`` (what editors and terminals open), or the page for a PDF."""
     where = f"{c.source_uri}:{c.line}" if c.line else c.source_uri + (f", p. {c.page}" if c.page else "")
     mark = "verified" if c.verified else "[red]unverified[/red]"
-    return f"[{c.number}] {c.title} — {where} ({mark})"
+    return f"[{c.number}] {shown(c.title)} — {shown(where)} ({mark})"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.actions.index import index_when_running
-from cli.console import console
+from cli.console import console, shown
 from services.scraper import (
     Thread,
     export_library,
@@ -40,7 +40,7 @@ def print_report(report: ExportReport) -> None:
         soft_wrap=True,
     )
     for line in report.failures:
-        console.print(f"  [yellow]![/] {line}", soft_wrap=True)
+        console.print(f"  [yellow]![/] {shown(line)}", soft_wrap=True)
 
 
 def log_in(settings: Settings) -> None:
