@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import bisect
 import re
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 
 import yaml
+from pydantic import BaseModel
 
 from shared.contracts import SourceKind
 from shared.markdown_source import split_front_matter
@@ -190,12 +193,45 @@ def load_html(raw: str, path: Path) -> LoadedDocument:
     return LoadedDocument(text=text, title=title, kind=SourceKind.HTML, metadata=metadata)
 
 
+class PdfText(BaseModel):
+    """What the child found: the pages' text and the title, or why the file is skipped or failed."""
+
+    pages: list[str] = []
+    title: str | None = None
+    skipped: str | None = None
+    failed: str | None = None
+
+
+def extract_pdf(raw: bytes, max_chars: int, time_limit_s: float) -> PdfText:
+    """The PDF's pages and title; :class:`SkippedFileError` past ``max_chars`` characters or
+    ``time_limit_s`` seconds, :class:`LoadError` when it is encrypted or corrupt.
+
+    pypdf's work on one page can grow with the square of the text the page holds (a 52 KB page of
+    compressed ``Tj`` operators extracts to 24 M characters in four minutes), and it cannot be
+    interrupted from outside: a thread cannot be stopped, and a signal reaches only the main thread.
+    So the extraction runs in a child process (``services.indexer.pdf_child``: the bytes on its
+    stdin, the outcome as JSON on its stdout), killed at ``time_limit_s``; the child checks the text
+    limit as pypdf hands it text, and its address space is capped."""
+    command = [sys.executable, "-m", "services.indexer.pdf_child", str(max_chars)]
+    try:
+        done = subprocess.run(command, input=raw, capture_output=True, timeout=time_limit_s, check=False)
+    except subprocess.TimeoutExpired as exc:
+        reason = f"text extraction took over {time_limit_s:g}s (HINDSIGHT_PDF_TIME_LIMIT_S)"
+        raise SkippedFileError(reason) from exc
+    if done.returncode != 0:
+        raise LoadError(f"the PDF reader stopped on it (exit status {done.returncode}; out of memory?)")
+    outcome = PdfText.model_validate_json(done.stdout)
+    if outcome.skipped:
+        raise SkippedFileError(outcome.skipped)
+    if outcome.failed:
+        raise LoadError(outcome.failed)
+    return outcome
+
+
 def load_pdf(raw: bytes, path: Path, max_chars: int, time_limit_s: float = 30.0) -> LoadedDocument:
     """Pages' text joined by blank lines, with the offset where each page starts; extraction stops
     (and the file is refused) as soon as the text passes ``max_chars`` or takes ``time_limit_s``
-    (``services.indexer.pdf_text``): a small PDF can expand to tens of millions of characters."""
-    from services.indexer.pdf_text import extract_pdf
-
+    (:func:`extract_pdf`): a small PDF can expand to tens of millions of characters."""
     extracted = extract_pdf(raw, max_chars, time_limit_s)
     pages = extracted.pages
     if not any(page.strip() for page in pages):

@@ -1,6 +1,6 @@
-"""The child process of ``services.indexer.pdf_text``: the PDF's bytes on stdin, the outcome as JSON on
-stdout (``pages`` and ``title``, or ``skipped`` or ``failed`` with the reason). It imports pypdf and
-nothing of the project's heavier modules, so that starting it costs little."""
+"""The child process of ``services.indexer.loaders.extract_pdf``: the PDF's bytes on stdin, the
+outcome as JSON on stdout (``pages`` and ``title``, or ``skipped`` or ``failed`` with the reason).
+It imports pypdf and nothing of the project's heavier modules, so that starting it costs little."""
 
 from __future__ import annotations
 
