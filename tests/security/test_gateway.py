@@ -17,6 +17,7 @@ import redis
 
 from services.gateway.security import InlineBlocks, source_hashes
 from shared.api_keys import KeyFile
+from shared.events import EventStream
 from testing.processes import free_port, wait_for
 from tests.gateway.conftest import REPO, Gateway, hindsight_env, running_gateway
 
@@ -113,6 +114,24 @@ def test_a_garbage_last_event_id_replays_the_stream_instead_of_cutting_it(
             lines = list(stream.iter_lines())
         assert stream.status_code == 200
         assert "event: index" in lines, resume  # the stream ran to its (failed) end
+
+
+def test_a_far_future_last_event_id_on_a_finished_stream_ends_it_at_once(
+    api: httpx.Client, gateway: Gateway, library: Path
+) -> None:
+    """F13: resuming past the end of a finished stream closes it at once, with no event (before, it
+    stayed open until the idle limit, ~20 minutes for a question, then sent a made-up failure)."""
+    job = api.post("/v1/index", json={"root": str(library)}).json()
+    events = EventStream(job["job_id"], client=redis.Redis.from_url(gateway.env["HINDSIGHT_REDIS_URL"]))
+    events.emit("index", "done", "indexed")
+    for resume in ("18446744073709551615-18446744073709551615", "99999999999999-0"):
+        started = time.monotonic()
+        with api.stream("GET", job["events_url"], headers={"Last-Event-ID": resume}, timeout=10) as stream:
+            lines = list(stream.iter_lines())
+        assert stream.status_code == 200 and not any(line.startswith("data:") for line in lines), lines
+        assert time.monotonic() - started < 1.5
+    with api.stream("GET", job["events_url"], timeout=10) as stream:  # from the start: the whole stream
+        assert "event: index" in list(stream.iter_lines())
 
 
 def test_a_body_that_is_not_utf8_gets_422(api: httpx.Client) -> None:
