@@ -123,21 +123,27 @@ def search_command(
 
 @app.command()
 def index(
-    root: Annotated[Path, typer.Argument(exists=True, file_okay=False, resolve_path=True)],
+    root: Annotated[Path, typer.Argument(exists=True, file_okay=False)],
     watch: Annotated[
         bool, typer.Option("--watch", help="Keep watching and re-sync after every change (Ctrl-C stops).")
     ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Allow deleting more than half of the folder's documents.")
     ] = False,
+    re_register: Annotated[
+        bool,
+        typer.Option("--re-register", help="Register the folder again after you moved or replaced it."),
+    ] = False,
 ) -> None:
     """Index (or re-sync) a folder and show its progress; with --watch, keep it in sync.
 
-    The folder becomes one of the roots Hindsight may read (``roots.txt`` in the data folder)."""
+    The folder becomes one of the roots Hindsight may read (``roots.txt`` in the data folder), pinned
+    to the folder it is now: replaced later (by a link, or another folder), it is refused."""
+    root = root.absolute()  # not resolved: a registered folder replaced by a link must be seen as such
     if watch:
-        index_and_watch(default_client(), root, get_settings().watch_debounce_ms)
+        index_and_watch(default_client(), root, get_settings().watch_debounce_ms, re_register)
     else:
-        if run_index(default_client(), root, force) is None:
+        if run_index(default_client(), root, force, re_register) is None:
             raise typer.Exit(1)
 
 

@@ -73,8 +73,8 @@ class RegisteredRoot(BaseModel):
         if problem is None:
             return None
         return (
-            f"{self.path} {problem} since `hindsight index` registered it: refused. If you moved it "
-            f"yourself, run `hindsight index {self.path}` to register it again"
+            f"{self.path} {problem} since `hindsight index` registered it: refused. If you moved or "
+            f"replaced it yourself, `hindsight index --re-register {self.path}` registers it again"
         )
 
 
@@ -96,16 +96,23 @@ def registered_roots(roots_file: Path) -> list[RegisteredRoot]:
     return [parse_root(line) for line in lines if line.strip()]
 
 
-def register_root(settings: Settings, folder: Path) -> Path:
+def register_root(settings: Settings, folder: Path, again: bool = False) -> Path:
     """Make ``folder`` (resolved, an existing folder, not a system one) a root pinned to its device
-    and inode (registering it again re-pins it); return it."""
-    resolved = folder.expanduser().resolve()
+    and inode; return it. A folder at or under a registered root that was replaced since is refused
+    with the reason, unless ``again`` (the user moved or replaced it and says so): then it is pinned
+    anew."""
+    asked = folder.expanduser().absolute()
+    resolved = asked.resolve()
     refuse_system_folder(resolved)
     if "\n" in str(resolved) or not resolved.is_dir():
-        raise PathOutsideRootsError(f"{resolved} is not a folder")
+        raise PathOutsideRootsError(f"{asked} is not a folder")
+    refused = {path: reason for path, reason in refused_roots(settings).items() if asked.is_relative_to(path)}
+    if refused and not again:
+        raise PathOutsideRootsError(next(iter(refused.values())))
     info = resolved.stat()
     pinned = RegisteredRoot(path=resolved, device=info.st_dev, inode=info.st_ino)
-    known = [root for root in registered_roots(settings.roots_file) if root.path != resolved]
+    replaced = {resolved, *refused}
+    known = [root for root in registered_roots(settings.roots_file) if root.path not in replaced]
     write_private(settings.roots_file, "".join(root.line() for root in [*known, pinned]))
     return resolved
 

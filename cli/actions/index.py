@@ -116,11 +116,14 @@ def index_when_running(root: Path, not_running: str) -> None:
         raise
 
 
-def run_index(client: GatewayClient, root: Path, force: bool = False) -> ScanReport | None:
-    """Make ``root`` a root Hindsight may read, start a scan of it, show its progress, print and
-    return its report; ``force`` lets the scan delete more than half of the folder's documents."""
+def run_index(
+    client: GatewayClient, root: Path, force: bool = False, again: bool = False
+) -> ScanReport | None:
+    """Make ``root`` a root Hindsight may read (``again``: re-pin it after the user replaced it),
+    start a scan of it, show its progress, print and return its report; ``force`` lets the scan
+    delete more than half of the folder's documents."""
     try:
-        register_root(get_settings(), root)
+        root = register_root(get_settings(), root, again)
     except PathOutsideRootsError as exc:
         console.print(f"[red]not indexed[/red]: {shown(exc)}")
         return None
@@ -132,11 +135,12 @@ def run_index(client: GatewayClient, root: Path, force: bool = False) -> ScanRep
     return report
 
 
-def index_and_watch(client: GatewayClient, root: Path, debounce_ms: int) -> None:
+def index_and_watch(client: GatewayClient, root: Path, debounce_ms: int, again: bool = False) -> None:
     """Index ``root``, then re-sync it after every settled burst of changes until Ctrl-C."""
     from shared.folder_watch import RootWatcher
 
-    run_index(client, root)
+    run_index(client, root, again=again)
+    root = root.resolve()  # the folder just registered; the watcher itself never follows a link
     console.print(f"[cyan]watching[/cyan] {shown(root)} (Ctrl-C to stop)")
     watcher = RootWatcher(lambda: [root], lambda changed: run_index(client, changed), debounce_ms=debounce_ms)
     try:

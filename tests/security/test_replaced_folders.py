@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import textwrap
 import threading
@@ -28,7 +29,7 @@ from shared.index_jobs import allowed_roots, register_root
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
 from testing.processes import wait_for
-from tests.conftest import require_embedder
+from tests.conftest import REPO, require_embedder
 
 pytestmark = pytest.mark.integration
 
@@ -104,7 +105,7 @@ def test_a_root_renamed_and_replaced_by_a_link_is_refused_with_its_reason(
 
     failure, work = scan(team, store, pinned)
     assert work == [], "the scan must not read the folder the link leads to"
-    assert "is now a symbolic link" in failure and f"hindsight index {team}" in failure
+    assert "is now a symbolic link" in failure and f"hindsight index --re-register {team}" in failure
     assert allowed_roots(pinned) == []
     assert RootWatcher(lambda: [team], print, debounce_ms=100).current_roots() == []
 
@@ -119,8 +120,31 @@ def test_a_root_replaced_by_another_folder_is_refused_until_registered_again(
     failure, work = scan(team, store, pinned)
     assert work == [] and "another folder than the one registered" in failure
 
-    register_root(pinned, team)  # the user, having looked, registers the folder again
+    register_root(pinned, team, again=True)  # the user, having looked, registers the folder again
     assert scan(team, store, pinned) == ("", [str(team / "planted.md")])
+
+
+def test_hindsight_index_refuses_a_replaced_root_until_told_to_register_it_again(
+    pinned: Settings, team: Path
+) -> None:
+    attack = as_nobody('cd "$1" && mv team team.old && mkdir team', str(team.parent))
+    assert attack.returncode == 0, attack.stderr
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HINDSIGHT_DATA_DIR": str(pinned.data_dir)}
+    env["HINDSIGHT_GATEWAY_URL"] = "http://127.0.0.1:9"  # nothing listens: registration comes first
+
+    def index(*flags: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "cli.main", "index", *flags, str(team)]
+        return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+
+    refused = index()
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    said = " ".join(refused.stdout.split())
+    assert f"not indexed: {team} is another folder than the one registered" in said
+    assert f"`hindsight index --re-register {team}` registers it again" in said
+    assert allowed_roots(pinned) == []
+
+    index("--re-register")  # registers, then finds no gateway
+    assert allowed_roots(pinned) == [team]
 
 
 # N5 ------------------------------------------------------------------------------------------------
