@@ -195,6 +195,8 @@ class Settings(BaseSettings):
     health_cache_s: float = 2.0
     max_question_chars: int = 2_000
     rate_limit_per_minute: int = 60
+    # Reads (status polls, answers, event streams) count against a budget of their own.
+    read_rate_limit_per_minute: int = 600
     backpressure_max_queued: int = 200
     backpressure_retry_after_s: int = 5
     # A question (or a scrape) is refused (503) while a stage's queue has no live worker; false where

@@ -90,7 +90,7 @@ async def authenticate(
             raise unauthorized(request, check.reason)
         caller = check.record.id
     request.state.caller = caller
-    await enforce_rate_limit(request, client, caller, settings.rate_limit_per_minute)
+    await enforce_rate_limit(request, client, caller, settings)
     return caller
 
 

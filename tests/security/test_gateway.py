@@ -134,6 +134,14 @@ def test_a_far_future_last_event_id_on_a_finished_stream_ends_it_at_once(
         assert "event: index" in list(stream.iter_lines())
 
 
+def test_a_scrape_flag_that_is_not_a_boolean_gets_422(api: httpx.Client) -> None:
+    """Schemathesis's ST201 case: ``{"refetch_all": 0}`` was taken for ``false``."""
+    for value in (0, 1, "false", "yes", None):
+        response = api.post("/v1/scrape", json={"refetch_all": value})
+        assert response.status_code == 422, (value, response.text)
+        assert response.json()["detail"][0]["loc"][-1] == "refetch_all"
+
+
 def test_a_body_that_is_not_utf8_gets_422(api: httpx.Client) -> None:
     response = api.post("/v1/search", content=b"\xff\xfe{", headers={"content-type": "application/json"})
     assert response.status_code == 422 and "UTF-8" in response.json()["detail"][0]["msg"]
