@@ -15,9 +15,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from shared.hosts import is_loopback
+
 PROC_TABLES = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
 LISTEN = "0A"
-LOOPBACK_NAMES = ("localhost",)
 
 
 class UntrustedListenerError(RuntimeError):
@@ -55,20 +56,11 @@ def listeners(port: int) -> list[Listener]:
     return found
 
 
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def serves(listener: Listener, host: str) -> bool:
     """Whether a connection to ``host`` could reach ``listener`` (its address or a wildcard)."""
     if listener.address.is_unspecified:
         return True
-    return listener.address.is_loopback if host in LOOPBACK_NAMES else str(listener.address) == host
+    return listener.address.is_loopback if host == "localhost" else str(listener.address) == host
 
 
 def foreign_listener(host: str, port: int) -> Listener | None:

@@ -7,7 +7,6 @@ server that records every request it gets); the stack is started as ``hindsight 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -23,18 +22,9 @@ from cli.local_stack import LocalStack, gateway_spec, redis_answers, redis_socke
 from shared.settings import Settings
 from testing.processes import free_port
 from tests.conftest import REPO
+from tests.security.outsider import NOBODY, system_python
 
 pytestmark = pytest.mark.integration
-
-NOBODY = ["runuser", "-u", "nobody", "--"]
-
-
-def system_python() -> str:
-    """The system's Python, which ``nobody`` may run (this venv's may live under root's home)."""
-    found = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
-    if found is None:
-        pytest.skip("no system python3 for the nobody user")
-    return found
 
 
 @pytest.fixture(autouse=True)

@@ -21,15 +21,9 @@ from shared.settings import Settings
 from shared.topology import INDEX_SCAN
 from testing.processes import free_port
 from tests.conftest import REPO
+from tests.security.outsider import as_nobody
 
 pytestmark = pytest.mark.integration
-
-
-def as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
-    """``argv`` run as the unprivileged ``nobody`` user."""
-    return subprocess.run(
-        ["runuser", "-u", "nobody", "--", *argv], capture_output=True, text=True, timeout=30
-    )
 
 
 @pytest.fixture(scope="module")

@@ -30,24 +30,9 @@ from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
 from testing.processes import wait_for
 from tests.conftest import REPO, require_embedder
+from tests.security.outsider import NOBODY, nobody_shell, system_python
 
 pytestmark = pytest.mark.integration
-
-NOBODY = ["runuser", "-u", "nobody", "--"]
-
-
-def system_python() -> str:
-    """The system's Python, which ``nobody`` may run (this venv's may live under root's home)."""
-    found = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
-    if found is None:
-        pytest.skip("no system python3 for the nobody user")
-    return found
-
-
-def as_nobody(script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*NOBODY, "sh", "-c", script, "sh", *args], capture_output=True, text=True, timeout=30
-    )
 
 
 @pytest.fixture
@@ -98,7 +83,7 @@ def test_a_root_renamed_and_replaced_by_a_link_is_refused_with_its_reason(
     pinned: Settings, team: Path, shared_place: Path, store: LanceDBStore
 ) -> None:
     assert scan(team, store, pinned)[1] == [str(team / "notes.md")]
-    attack = as_nobody(
+    attack = nobody_shell(
         'cd "$1" && mv team team.old && ln -s "$2" team', str(team.parent), str(shared_place / "secret")
     )
     assert attack.returncode == 0, attack.stderr
@@ -113,7 +98,7 @@ def test_a_root_renamed_and_replaced_by_a_link_is_refused_with_its_reason(
 def test_a_root_replaced_by_another_folder_is_refused_until_registered_again(
     pinned: Settings, team: Path, store: LanceDBStore
 ) -> None:
-    attack = as_nobody(
+    attack = nobody_shell(
         'cd "$1" && mv team team.old && mkdir team && echo "# Planted" > team/planted.md', str(team.parent)
     )
     assert attack.returncode == 0, attack.stderr
@@ -127,7 +112,7 @@ def test_a_root_replaced_by_another_folder_is_refused_until_registered_again(
 def test_hindsight_index_refuses_a_replaced_root_until_told_to_register_it_again(
     pinned: Settings, team: Path
 ) -> None:
-    attack = as_nobody('cd "$1" && mv team team.old && mkdir team', str(team.parent))
+    attack = nobody_shell('cd "$1" && mv team team.old && mkdir team', str(team.parent))
     assert attack.returncode == 0, attack.stderr
     env = {**os.environ, "PYTHONPATH": str(REPO), "HINDSIGHT_DATA_DIR": str(pinned.data_dir)}
     env["HINDSIGHT_GATEWAY_URL"] = "http://127.0.0.1:9"  # nothing listens: registration comes first
@@ -160,7 +145,7 @@ def test_a_subfolder_replaced_by_a_link_is_not_followed_and_its_documents_stay(
     settings = Settings(data_dir=tmp_path / "data", models_dir=require_embedder(), roots=[library])
     assert sync_root(IndexRequest(job_id="n5", root=str(library)), store, embedder, settings).new == 1
 
-    attack = as_nobody('cd "$1" && mv a .a-old && ln -s /etc a', str(library))
+    attack = nobody_shell('cd "$1" && mv a .a-old && ln -s /etc a', str(library))
     assert attack.returncode == 0, attack.stderr
     report, work = begin_scan(IndexRequest(job_id="n5b", root=str(library)), store, settings)
     assert (report.deleted, work) == (0, [])
@@ -190,7 +175,7 @@ def test_a_walk_never_enters_a_subfolder_swapped_for_a_link_while_it_runs(shared
     (library / "a.link").symlink_to(outside)
     for path in (library / "a", library / "a" / "n.md"):
         shutil.chown(path, "nobody")
-    os.lchown(library / "a.link", *[int(x) for x in as_nobody("id -u; id -g").stdout.split()])
+    os.lchown(library / "a.link", *[int(x) for x in nobody_shell("id -u; id -g").stdout.split()])
     script = shared_place / "swap.py"
     script.write_text(SWAPPER)
     swapper = subprocess.Popen([*NOBODY, system_python(), str(script), str(library)])
@@ -254,12 +239,12 @@ def test_a_link_to_usr_dropped_in_a_watched_folder_takes_no_watch(
     while it runs; only the two real folders are watched, and a new real folder once it appears."""
     library = shared_place / "shared"
     (library / "sub").mkdir()
-    assert as_nobody('ln -s /usr "$1/usr"', str(library)).returncode == 0
+    assert nobody_shell('ln -s /usr "$1/usr"', str(library)).returncode == 0
     changed = watch(watching, library)
     time.sleep(0.5)
     assert inotify_watches() == 2, "a symlinked folder must not be watched"
 
-    assert as_nobody('ln -s / "$1/root"', str(library)).returncode == 0
+    assert nobody_shell('ln -s / "$1/root"', str(library)).returncode == 0
     wait_for(lambda: changed == [library], 10, "the re-sync after the link appeared")
     time.sleep(0.5)
     assert inotify_watches() == 2

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from shared.contracts import Answer, Candidate, Chunk, Citation, Event, SearchMode, SearchResponse, SourceKind
-from tests.conftest import REPO
+from tests.conftest import REPO, run_hindsight
 
 ESC = "\x1b"
 HOSTILE_TITLE = (
@@ -93,9 +91,8 @@ def gateway() -> Iterator[str]:
     server.shutdown()
 
 
-def run_cli(
-    gateway: str, tmp_path: Path, *argv: str, terminal: bool = True
-) -> subprocess.CompletedProcess[str]:
+def cli_output(gateway: str, tmp_path: Path, *argv: str, terminal: bool = True) -> str:
+    """What ``hindsight ARGV`` prints, with a colour terminal forced (``terminal``) or not."""
     env = {
         **os.environ, "PYTHONPATH": str(REPO), "HINDSIGHT_DATA_DIR": str(tmp_path / "data"),
         "HINDSIGHT_GATEWAY_URL": gateway, "HINDSIGHT_API_KEY": "hs_0123abcd_key",
@@ -103,22 +100,7 @@ def run_cli(
     }  # fmt: skip
     if terminal:
         env["FORCE_COLOR"] = "1"
-    result = subprocess.run(
-        [sys.executable, "-m", "cli.main", *argv],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "Traceback" not in result.stderr
-    return result
-
-
-def terminal_output(gateway: str, tmp_path: Path, *argv: str) -> str:
-    result = run_cli(gateway, tmp_path, *argv)
-    return result.stdout + result.stderr
+    return run_hindsight(env, *argv, timeout_s=60)
 
 
 def assert_inert(output: str) -> None:
@@ -130,18 +112,18 @@ def assert_inert(output: str) -> None:
 
 
 def test_ask_prints_hostile_titles_paths_and_quotes_as_inert_text(gateway: str, tmp_path: Path) -> None:
-    output = terminal_output(gateway, tmp_path, "ask", "--stages", "rye?")
+    output = cli_output(gateway, tmp_path, "ask", "--stages", "rye?")
     assert_inert(output)
     assert "[/red]" in output and "notes.md" in output and "plan.md:3" in output
 
 
 def test_search_prints_hostile_titles_paths_and_passages_as_inert_text(gateway: str, tmp_path: Path) -> None:
-    output = terminal_output(gateway, tmp_path, "search", "rye")
+    output = cli_output(gateway, tmp_path, "search", "rye")
     assert_inert(output)
     assert "[/red]" in output
 
 
 def test_ask_json_output_keeps_the_text_exactly(gateway: str, tmp_path: Path) -> None:
     """``--json`` is for programs: the answer is valid JSON with the title as the file has it."""
-    output = run_cli(gateway, tmp_path, "ask", "--json", "rye?", terminal=False).stdout
+    output = cli_output(gateway, tmp_path, "ask", "--json", "rye?", terminal=False)
     assert json.loads(output)["citations"][0]["title"] == HOSTILE_TITLE
