@@ -173,6 +173,8 @@ class Settings(BaseSettings):
     # Gateway
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8000
+    # Seconds a connection has to send a request's whole head (request line and headers).
+    gateway_head_timeout_s: float = Field(default=10.0, gt=0)
     gateway_url: str = "http://127.0.0.1:8000"
     event_ttl_s: int = 86_400
     # ``keys`` demands an API key on /v1; ``open`` is honoured only on a loopback address unless

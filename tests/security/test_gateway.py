@@ -7,6 +7,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import runpy
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,7 @@ def gateway(redis_url: str, library: Path, tmp_path_factory: pytest.TempPathFact
         HINDSIGHT_ROOTS=str(library), HINDSIGHT_MAX_STREAMS_PER_KEY="2",
         HINDSIGHT_JOB_SOFT_TIME_LIMIT_S="1", HINDSIGHT_JOB_TIME_LIMIT_S="2",
         HINDSIGHT_RATE_LIMIT_PER_MINUTE="1000", HINDSIGHT_SEARCH_TIMEOUT_S="1",
+        HINDSIGHT_GATEWAY_HEAD_TIMEOUT_S="1",
     )  # fmt: skip
     with running_gateway(env, data_dir) as running:
         yield running
@@ -140,6 +142,25 @@ def test_a_scrape_flag_that_is_not_a_boolean_gets_422(api: httpx.Client) -> None
         response = api.post("/v1/scrape", json={"refetch_all": value})
         assert response.status_code == 422, (value, response.text)
         assert response.json()["detail"][0]["loc"][-1] == "refetch_all"
+
+
+def test_connections_that_never_finish_their_request_head_are_closed(gateway: Gateway, key: str) -> None:
+    """Slowloris: silent connections and half-sent heads are closed after the head timeout (1 s
+    here), while a complete request on a kept-alive connection is answered as before."""
+    port = int(gateway.url.rsplit(":", 1)[1])
+    partial = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+    held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(40)]
+    for number, connection in enumerate(held):
+        if number % 2:
+            connection.sendall(partial)
+    time.sleep(2)
+    for connection in held:
+        assert connection.recv(1) == b"", "the server kept a connection that sent no whole head"
+        connection.close()
+    with gateway.client(key) as api:
+        assert api.get("/v1/questions/none").status_code == 404
+        time.sleep(0.2)
+        assert api.get("/v1/questions/none").status_code == 404  # the same kept-alive connection
 
 
 def test_a_body_that_is_not_utf8_gets_422(api: httpx.Client) -> None:
