@@ -27,11 +27,7 @@ READY_TIMEOUT_S = 120
 def start_stack(wait: bool = True) -> None:
     """Start the local processes; with ``wait``, until every queue has a live worker."""
     settings = get_settings()
-    if os.geteuid() == 0:
-        console.print(
-            "[yellow]running as root[/yellow]: every service runs as root too; a user account of its own "
-            "is safer (the stack needs no privilege)"
-        )
+    warn_if_root()
     created = settings.gateway_auth == "keys" and ensure_local_key(settings)
     if created:
         console.print(f"created an API key for this CLI in {settings.cli_key_file} (mode 0600)")
@@ -54,6 +50,15 @@ def start_stack(wait: bool = True) -> None:
             wait_until(healthy, READY_TIMEOUT_S, "the local stack")
         console.print("[green]ready[/green]")
     describe_access(created)
+
+
+def warn_if_root() -> None:
+    """Say so when the stack is about to run as root: nothing in it needs the privilege."""
+    if os.geteuid() == 0:
+        console.print(
+            "[yellow]running as root[/yellow]: every service runs as root too; a user account of its own "
+            "is safer (the stack needs no privilege)"
+        )
 
 
 def describe_access(new_key: bool) -> None:

@@ -192,3 +192,10 @@ def test_the_cli_sends_no_key_nor_question_to_a_server_another_user_holds(
         assert "Traceback" not in result.stderr
         assert time.monotonic() - started < 30
     assert not log.exists() or log.read_text() == "", log.read_text()
+
+
+def test_up_says_so_when_it_runs_as_root() -> None:
+    """The smaller finding: ``hindsight up`` ran as root without a word."""
+    warn = [sys.executable, "-c", "from cli.actions.stack import warn_if_root; warn_if_root()"]
+    said = subprocess.run(warn, cwd=REPO, capture_output=True, text=True, timeout=60).stdout
+    assert "running as root: every service runs as root too" in said
