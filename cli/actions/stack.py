@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from rich.table import Table
 
-from cli.client import GatewayError, default_client, transport_failure
+from cli.client import GatewayError, default_client, refuse_foreign_gateway, transport_failure
 from cli.console import console, counted, shown
 from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, wait_until
@@ -94,6 +94,7 @@ def open_page() -> None:
     ``ps``): the browser is given a private file that forwards to the page with the key in its
     #fragment (mode 0600 in the run folder, as Jupyter does)."""
     settings = get_settings()
+    refuse_foreign_gateway(settings.gateway_url)
     url = page_url()
     target = forwarding_page(settings.run_dir, url).as_uri() if "#key=" in url else url
     if not webbrowser.open(target):

@@ -181,7 +181,7 @@ def test_the_cli_sends_no_key_nor_question_to_a_server_another_user_holds(
         "HINDSIGHT_GATEWAY_URL": f"http://127.0.0.1:{port}",
         "HINDSIGHT_API_KEY": "hs_0123abcd_the-users-secret",
     }
-    for argv in (["ask", "what did I find about rye?"], ["search", "rye"], ["status"]):
+    for argv in (["ask", "what did I find about rye?"], ["search", "rye"], ["status"], ["open"]):
         started = time.monotonic()
         result = subprocess.run(
             [sys.executable, "-m", "cli.main", *argv], cwd=REPO, env=env, capture_output=True, text=True,
