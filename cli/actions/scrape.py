@@ -9,6 +9,7 @@ the same progress bar as ``hindsight index``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,17 @@ def log_in(settings: Settings) -> None:
     console.print(f"Logged in as {name}; saved to {settings.perplexity_state_path}", soft_wrap=True)
 
 
+def private_export_folder(settings: Settings) -> Path:
+    """The export folder, created readable by this user alone (0700) when it does not exist yet:
+    exported threads are private research, wherever ``--export-dir`` puts them (a folder that exists
+    is left as its owner made it)."""
+    folder = settings.export_root
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    return folder
+
+
 def index_export(export_dir: Path) -> None:
     """Index the export folder, or say it was exported but not indexed and what to run."""
     index_when_running(
@@ -79,6 +91,7 @@ def scrape(
     unless ``index`` is false; only new or changed threads are written."""
     if headless is not None:
         settings = settings.model_copy(update={"scrape_headless": headless})
+    private_export_folder(settings)
     if login or not settings.perplexity_state_path.exists():
         log_in(settings)
     with console.status("exporting the Perplexity library") as status:
@@ -94,7 +107,7 @@ def scrape(
 
 
 def import_threads(settings: Settings, load: Callable[[Settings], list[Thread]]) -> ExportReport:
-    report = write_threads(load(settings), settings.export_root)
+    report = write_threads(load(settings), private_export_folder(settings))
     print_report(report)
     return report
 
