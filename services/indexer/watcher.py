@@ -31,8 +31,9 @@ def submit_scan(root: Path) -> str:
 def watched_roots(registry: WatchRegistry, settings: Settings) -> list[Path]:
     """The watched roots still allowed: a registered root replaced since (by a link or another folder)
     is neither watched nor scanned (``shared.index_jobs``)."""
-    allowed = set(allowed_roots(settings))
-    return [Path(w.root) for w in registry.list() if Path(w.root) in allowed]
+    allowed = allowed_roots(settings)
+    folders = [Path(w.root) for w in registry.list()]
+    return [folder for folder in folders if any(folder.is_relative_to(root) for root in allowed)]
 
 
 def main() -> None:

@@ -19,13 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 from services.indexer.discovery import UnlistableFolderError, discover
 from services.indexer.pipeline import begin_scan, sync_root
+from services.indexer.watcher import watched_roots
 from shared.contracts import IndexRequest
 from shared.embedding import OnnxEmbedder
 from shared.folder_watch import RootWatcher
-from shared.index_jobs import allowed_roots, register_root
+from shared.index_jobs import WatchRegistry, allowed_roots, register_root
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
 from testing.processes import wait_for
@@ -93,6 +95,22 @@ def test_a_root_renamed_and_replaced_by_a_link_is_refused_with_its_reason(
     assert "is now a symbolic link" in failure and f"hindsight index --re-register {team}" in failure
     assert allowed_roots(pinned) == []
     assert RootWatcher(lambda: [team], print, debounce_ms=100).current_roots() == []
+
+
+def test_the_watcher_service_drops_a_replaced_root_and_keeps_folders_inside_sound_ones(
+    pinned: Settings, team: Path, shared_place: Path, tmp_path: Path, redis_url: str
+) -> None:
+    sound = tmp_path / "sound"
+    (sound / "sub").mkdir(parents=True)
+    register_root(pinned, sound)
+    registry = WatchRegistry(redis.Redis.from_url(redis_url))
+    for folder in (team, sound / "sub"):
+        registry.add(folder)  # as POST /v1/watch does
+    assert sorted(watched_roots(registry, pinned)) == sorted([sound / "sub", team])
+    secret = str(shared_place / "secret")
+    attack = nobody_shell('cd "$1" && mv team team.old && ln -s "$2" team', str(team.parent), secret)
+    assert attack.returncode == 0, attack.stderr
+    assert watched_roots(registry, pinned) == [sound / "sub"]
 
 
 def test_a_root_replaced_by_another_folder_is_refused_until_registered_again(
