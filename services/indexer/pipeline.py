@@ -71,7 +71,7 @@ def begin_scan(
         return failed_scan(report, str(exc)), []
     current: dict[str, str] = {}
     sizes: dict[str, int] = {}
-    refusals = Refusals.of(settings)
+    refusals, failed_before = Refusals.of(settings), []
     for path in found.files:
         try:
             digest, size = file_sha256(path, settings.max_file_bytes, roots)
@@ -80,17 +80,19 @@ def begin_scan(
         except OSError as exc:
             found.skip(path, f"cannot read: {exc.strerror or exc}")
         else:
-            if reason := refusals.recall(str(path), digest):
-                found.skip(path, reason)
-            else:
+            if (refusal := refusals.recall(str(path), digest)) is None:
                 current[str(path)], sizes[str(path)] = digest, size
+            elif refusal.status == "failed":
+                failed_before.append(refusal)
+            else:
+                found.skipped.append(refusal)
     manifest = {
         uri: entry
         for uri, entry in store.manifest(str(root)).items()
         if walk_could_see(Path(uri), root, found.unseen, roots)
     }
     diff = diff_against_manifest(current, manifest)
-    seen = {result.path for result in found.skipped}
+    seen = {result.path for result in [*found.skipped, *failed_before]}
     vanished = [entry for entry in diff.deleted if entry.source_uri not in seen]
     if len(vanished) >= MIN_GUARDED_DELETIONS and len(vanished) * 2 > len(manifest) and not request.force:
         reason = (
@@ -103,7 +105,8 @@ def begin_scan(
         store.delete_document(entry.document_id)
     report.root = str(root)
     report.skipped, report.skipped_files = len(found.skipped), found.skipped
-    report.scanned = len(current) + len(found.skipped)
+    report.failures, report.failed = failed_before, len(failed_before)
+    report.scanned = len(current) + len(found.skipped) + report.failed
     report.new, report.changed = len(diff.new), len(diff.changed)
     report.unchanged, report.deleted = len(diff.unchanged), len(diff.deleted)
     report.deleted_files = [entry.source_uri for entry in diff.deleted]
@@ -233,9 +236,10 @@ def load_file(task: IndexFileTask, settings: Settings) -> LoadedDocument | Index
             path, settings.max_file_bytes, roots, settings.max_document_chars, settings.pdf_time_limit_s
         )
     except (SkippedFileError, LoadError) as exc:  # the file's content is refused: remember it
-        Refusals.of(settings).remember(task.path, task.content_hash, str(exc))
         status = "skipped" if isinstance(exc, SkippedFileError) else "failed"
-        return IndexFileResult(path=task.path, status=status, reason=str(exc))
+        result = IndexFileResult(path=task.path, status=status, reason=str(exc))
+        Refusals.of(settings).remember(result, task.content_hash)
+        return result
     except (PathOutsideRootsError, OSError) as exc:
         reason = str(exc) if isinstance(exc, ValueError) else f"cannot read: {exc.strerror or exc}"
         return IndexFileResult(path=task.path, status="failed", reason=reason)
