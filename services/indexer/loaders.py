@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import bisect
 import re
-import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -20,6 +18,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel
 
+from services.indexer.pdf_reader import READER, ReaderDiedError, ReadTooLongError
 from shared.contracts import SourceKind
 from shared.markdown_source import split_front_matter
 from shared.safe_files import FileTooLargeError, RefusedFileError, read_regular_file
@@ -206,21 +205,17 @@ def extract_pdf(raw: bytes, max_chars: int, time_limit_s: float) -> PdfText:
     """The PDF's pages and title; :class:`SkippedFileError` past ``max_chars`` characters or
     ``time_limit_s`` seconds, :class:`LoadError` when it is encrypted or corrupt.
 
-    pypdf's work on one page can grow with the square of the text the page holds (a 52 KB page of
-    compressed ``Tj`` operators extracts to 24 M characters in four minutes), and it cannot be
-    interrupted from outside: a thread cannot be stopped, and a signal reaches only the main thread.
-    So the extraction runs in a child process (``services.indexer.pdf_child``: the bytes on its
-    stdin, the outcome as JSON on its stdout), killed at ``time_limit_s``; the child checks the text
-    limit as pypdf hands it text, and its address space is capped."""
-    command = [sys.executable, "-m", "services.indexer.pdf_child", str(max_chars)]
+    The PDF is read by the indexer's PDF reader process (``services.indexer.pdf_reader``), killed
+    at ``time_limit_s``: pypdf cannot be interrupted from inside, and one page of a 52 KB PDF can
+    keep it busy for minutes."""
     try:
-        done = subprocess.run(command, input=raw, capture_output=True, timeout=time_limit_s, check=False)
-    except subprocess.TimeoutExpired as exc:
+        answer = READER.read(raw, max_chars, time_limit_s)
+    except ReadTooLongError as exc:
         reason = f"text extraction took over {time_limit_s:g}s (HINDSIGHT_PDF_TIME_LIMIT_S)"
         raise SkippedFileError(reason) from exc
-    if done.returncode != 0:
-        raise LoadError(f"the PDF reader stopped on it (exit status {done.returncode}; out of memory?)")
-    outcome = PdfText.model_validate_json(done.stdout)
+    except (ReaderDiedError, OSError) as exc:
+        raise LoadError("the PDF reader stopped on it (out of memory?)") from exc
+    outcome = PdfText.model_validate_json(answer)
     if outcome.skipped:
         raise SkippedFileError(outcome.skipped)
     if outcome.failed:

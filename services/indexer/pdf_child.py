@@ -1,15 +1,19 @@
-"""The child process of ``services.indexer.loaders.extract_pdf``: the PDF's bytes on stdin, the
-outcome as JSON on stdout (``pages`` and ``title``, or ``skipped`` or ``failed`` with the reason).
-It imports pypdf and nothing of the project's heavier modules, so that starting it costs little."""
+"""The PDF reader's own process (``services.indexer.pdf_reader`` starts it and talks to it): PDFs
+arrive on stdin, each outcome leaves as JSON on stdout (``pages`` and ``title``, or ``skipped`` or
+``failed`` with the reason). It imports pypdf and nothing of the project's heavier modules."""
 
 from __future__ import annotations
 
 import io
 import json
 import resource
+import struct
 import sys
+from typing import BinaryIO
 
 CHILD_MEMORY_BYTES = 4 * 1024**3
+FRAME = struct.Struct(">QQ")
+LENGTH = struct.Struct(">Q")
 
 
 class TextLimitError(ValueError):
@@ -46,9 +50,24 @@ def read_pdf(raw: bytes, max_chars: int) -> dict[str, object]:
     return {"pages": pages, "title": str(info.title) if info is not None and info.title else None}
 
 
+def read_exactly(stream: BinaryIO, size: int) -> bytes | None:
+    data = stream.read(size)
+    return data if len(data) == size else None
+
+
 def main() -> None:
+    """Serve requests until stdin ends: each is ``>QQ`` (the text limit, the PDF's length) and the
+    PDF's bytes; each answer is ``>Q`` (its length) and the outcome's JSON."""
     resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
-    json.dump(read_pdf(sys.stdin.buffer.read(), int(sys.argv[1])), sys.stdout)
+    requests, answers = sys.stdin.buffer, sys.stdout.buffer
+    while (header := read_exactly(requests, FRAME.size)) is not None:
+        max_chars, size = FRAME.unpack(header)
+        raw = read_exactly(requests, size)
+        if raw is None:
+            return
+        outcome = json.dumps(read_pdf(raw, max_chars)).encode()
+        answers.write(LENGTH.pack(len(outcome)) + outcome)
+        answers.flush()
 
 
 if __name__ == "__main__":

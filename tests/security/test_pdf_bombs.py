@@ -56,6 +56,8 @@ def test_a_small_pdf_expanding_to_24_million_characters_is_refused_at_the_time_l
     with pytest.raises(SkippedFileError, match=r"took over 1s \(HINDSIGHT_PDF_TIME_LIMIT_S\)"):
         load_pdf(bomb.read_bytes(), bomb, max_chars=50_000_000, time_limit_s=1.0)
     assert time.monotonic() - started < 5
+    sound = write_pdf(tmp_path / "sound.pdf", ["The starter doubles in four hours."])
+    assert "doubles" in load_pdf(sound.read_bytes(), sound, 5_000_000, 30.0).text  # a new reader
 
 
 def test_a_refused_pdf_is_not_read_again_until_it_changes(
