@@ -23,7 +23,9 @@ from cli.actions import keys, models, search, stack
 from cli.actions.ask import ask_question, latest_conversation, save_answer
 from cli.actions.index import index_and_watch, index_when_running, run_index
 from cli.client import GatewayError, default_client, transport_failure
-from cli.console import console, error_console
+from cli.console import console, error_console, shown
+from cli.listeners import UntrustedListenerError
+from cli.local_stack import StackError
 from shared.contracts import SearchFilters, SearchMode, SearchRequest, SourceKind, Strategy
 from shared.settings import get_settings
 
@@ -144,21 +146,27 @@ def search_command(
 
 @app.command()
 def index(
-    root: Annotated[Path, typer.Argument(exists=True, file_okay=False, resolve_path=True)],
+    root: Annotated[Path, typer.Argument(exists=True, file_okay=False)],
     watch: Annotated[
         bool, typer.Option("--watch", help="Keep watching and re-sync after every change (Ctrl-C stops).")
     ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Allow deleting more than half of the folder's documents.")
     ] = False,
+    re_register: Annotated[
+        bool,
+        typer.Option("--re-register", help="Register the folder again after you moved or replaced it."),
+    ] = False,
 ) -> None:
     """Index (or re-sync) a folder and show its progress; with --watch, keep it in sync.
 
-    The folder becomes one of the roots Hindsight may read (``roots.txt`` in the data folder)."""
+    The folder becomes one of the roots Hindsight may read (``roots.txt`` in the data folder), pinned
+    to the folder it is now: replaced later (by a link, or another folder), it is refused."""
+    root = root.absolute()  # not resolved: a registered folder replaced by a link must be seen as such
     if watch:
-        index_and_watch(default_client(), root, get_settings().watch_debounce_ms)
+        index_and_watch(default_client(), root, get_settings().watch_debounce_ms, re_register)
     else:
-        if run_index(default_client(), root, force) is None:
+        if run_index(default_client(), root, force, re_register) is None:
             raise typer.Exit(1)
 
 
@@ -320,7 +328,7 @@ def scraper_errors() -> Iterator[None]:
     try:
         yield
     except ScraperError as exc:
-        console.print(f"[red]{exc}[/]", soft_wrap=True)
+        console.print(f"[red]{shown(exc)}[/]", soft_wrap=True)
         raise typer.Exit(1) from exc
 
 
@@ -330,14 +338,17 @@ def main() -> None:
     try:
         app()
     except GatewayError as exc:
-        error_console.print(f"[red]{exc}[/red]", soft_wrap=True)
+        error_console.print(f"[red]{shown(exc)}[/red]", soft_wrap=True)
         raise SystemExit(1) from exc
     except httpx.TransportError as exc:
         error_console.print(unreachable(exc), soft_wrap=True)
         raise SystemExit(1) from exc
     except ValidationError as exc:
-        error_console.print(f"[red]{invalid_input(exc)}[/red]", soft_wrap=True)
+        error_console.print(f"[red]{shown(invalid_input(exc))}[/red]", soft_wrap=True)
         raise SystemExit(2) from exc
+    except (StackError, UntrustedListenerError, TimeoutError) as exc:
+        error_console.print(f"[red]{shown(exc)}[/red]", soft_wrap=True)
+        raise SystemExit(1) from exc
 
 
 def unreachable(exc: httpx.TransportError) -> str:

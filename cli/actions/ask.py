@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.markdown import Markdown
-from rich.markup import escape
 
 from cli.actions.index import run_index
 from cli.client import GatewayClient, GatewayError, default_client
-from cli.console import console, counted, error_console
+from cli.console import console, counted, error_console, plain, shown
 from shared.citations import citation_place
 from shared.contracts import Answer, Citation, Event, QuestionOptions, Strategy
 from shared.events import TERMINAL_STAGE, WAITING_STAGE
@@ -54,7 +53,7 @@ def ask_question(
         print(answer.model_dump_json(indent=2))
         return Asked(answer, accepted.conversation_id)
     if answer.question != question.strip():
-        console.print(f"[dim]searched for: {escape(answer.question)}[/dim]", highlight=False)
+        console.print(f"[dim]searched for: {shown(answer.question)}[/dim]", highlight=False)
     render_answer(answer)
     console.print(f"[dim]{progress.summary(answer, time.perf_counter() - started)}[/dim]")
     return Asked(answer, accepted.conversation_id)
@@ -106,10 +105,10 @@ def follow_question(
             if event.stage == TERMINAL_STAGE and event.status == "done":
                 return Answer.model_validate(event.data["answer"])
             if event.stage == TERMINAL_STAGE:
-                (error_console if quiet else console).print(f"[red]failed[/red]: {event.detail}")
+                (error_console if quiet else console).print(f"[red]failed[/red]: {shown(event.detail)}")
                 return None
             if event.stage == WAITING_STAGE:
-                spinner.update(f"{event.detail} (Ctrl-C cancels)")
+                spinner.update(f"{shown(event.detail)} (Ctrl-C cancels)")
                 continue
             progress.record(event)
             if stages and not quiet:
@@ -121,12 +120,12 @@ def follow_question(
 def render_event(event: Event) -> None:
     colour = {"failed": "red", "done": "green", "skipped": "yellow"}.get(event.status, "cyan")
     elapsed = f" ({event.elapsed_ms:.0f} ms)" if event.elapsed_ms else ""
-    console.print(f"[{colour}]{event.stage:>8} {event.status:<8}[/{colour}] {event.detail}{elapsed}")
+    console.print(f"[{colour}]{event.stage:>8} {event.status:<8}[/{colour}] {shown(event.detail)}{elapsed}")
 
 
 def render_answer(answer: Answer) -> None:
     console.rule("answer")
-    console.print(Markdown(answer.markdown))
+    console.print(Markdown(plain(answer.markdown), hyperlinks=False))
     if answer.citations:
         console.rule("citations")
     for c in answer.citations:
@@ -136,7 +135,7 @@ def render_answer(answer: Answer) -> None:
 def citation_line(c: Citation) -> str:
     """``[n] title — path:line`` (what editors and terminals open), or the page for a PDF."""
     mark = "verified" if c.verified else "[red]unverified[/red]"
-    return f"[{c.number}] {c.title} — {citation_place(c)} ({mark})"
+    return f"[{c.number}] {shown(c.title)} — {shown(citation_place(c))} ({mark})"
 
 
 def save_answer(folder: Path, asked: Asked, question: str) -> Path:
@@ -145,6 +144,6 @@ def save_answer(folder: Path, asked: Asked, question: str) -> Path:
     folder = folder.expanduser().resolve()
     folder.mkdir(parents=True, exist_ok=True)
     path = save_note(folder, question.strip(), asked.answer)
-    console.print(f"saved as {path}", highlight=False, soft_wrap=True)
+    console.print(f"saved as {shown(path)}", highlight=False, soft_wrap=True)
     run_index(default_client(), folder)
     return path

@@ -18,7 +18,7 @@ import httpx
 from pydantic import BaseModel
 
 from cli.client import GatewayError, default_client, transport_failure
-from cli.console import console, error_console
+from cli.console import console, error_console, shown
 from services.scraper import check_library
 from shared.contracts import LibraryCheck, SearchFilters, SearchRequest, SearchResponse
 from shared.settings import Settings
@@ -74,7 +74,7 @@ def recall_and_mrr(items: list[KnownItem]) -> tuple[float, float]:
 def print_check(check: LibraryCheck) -> None:
     readable = len(check.threads) - len(check.unreadable)
     origins = ", ".join(f"{count} {origin}" for origin, count in sorted(check.by_origin.items())) or "none"
-    console.print(f"[bold]{readable}[/] threads in {check.export_dir}: {origins}", soft_wrap=True)
+    console.print(f"[bold]{readable}[/] threads in {shown(check.export_dir)}: {origins}", soft_wrap=True)
     mismatches = check.turn_mismatches
     console.print(
         f"turns as the site reported them: {readable - len(mismatches)} of {readable}", soft_wrap=True
@@ -82,12 +82,12 @@ def print_check(check: LibraryCheck) -> None:
     for thread in mismatches:
         pages = ", the site had more pages" if thread.site_complete is False else ""
         console.print(
-            f"  [yellow]![/] {thread.path}: {thread.turns} turns, the site listed {thread.site_turns}{pages}",
+            f"  [yellow]![/] {shown(thread.path)}: {thread.turns} turns, the site listed {thread.site_turns}{pages}",
             soft_wrap=True,
         )
     console.print(f"files that did not read as a thread: {len(check.unreadable)}", soft_wrap=True)
     for thread in check.unreadable:
-        console.print(f"  [red]![/] {thread.path}: {thread.problem}", soft_wrap=True)
+        console.print(f"  [red]![/] {shown(thread.path)}: {shown(thread.problem)}", soft_wrap=True)
 
 
 def print_known_items(items: list[KnownItem]) -> None:
@@ -100,7 +100,7 @@ def print_known_items(items: list[KnownItem]) -> None:
     worst = sorted((i for i in items if i.rank is None or i.rank > 1), key=lambda i: -(i.rank or 10**6))
     for item in worst[:WORST_SHOWN]:
         where = f"source #{item.rank}" if item.rank else f"not in the first {SEARCH_LIMIT} passages"
-        console.print(f"  {where}: {item.path} — asked {item.question!r}", soft_wrap=True)
+        console.print(f"  {where}: {shown(item.path)} — asked {shown(repr(item.question))}", soft_wrap=True)
 
 
 def gateway_search(export_root: Path, sleep: Callable[[float], None] = time.sleep) -> Search:

@@ -9,7 +9,6 @@ cannot read is never guessed at: :class:`SkippedFileError` (not a format we read
 from __future__ import annotations
 
 import bisect
-import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,7 +16,9 @@ from datetime import date, datetime
 from pathlib import Path
 
 import yaml
+from pydantic import BaseModel
 
+from services.indexer.pdf_reader import READER, ReaderDiedError, ReadTooLongError
 from shared.contracts import SourceKind
 from shared.markdown_source import split_front_matter
 from shared.safe_files import FileTooLargeError, RefusedFileError, read_regular_file
@@ -92,13 +93,18 @@ def read_source(path: Path, max_bytes: int, roots: Sequence[Path]) -> bytes:
 
 
 def load_document(
-    path: Path, max_bytes: int, roots: Sequence[Path] = (), max_chars: int = 5_000_000
+    path: Path,
+    max_bytes: int,
+    roots: Sequence[Path] = (),
+    max_chars: int = 5_000_000,
+    pdf_time_limit_s: float = 30.0,
 ) -> LoadedDocument:
-    """The document's extracted text; refused when it is over ``max_chars`` characters."""
+    """The document's extracted text; refused when it is over ``max_chars`` characters (or, for a
+    PDF, takes over ``pdf_time_limit_s`` to extract)."""
     kind = kind_for(path)
     raw = read_source(path, max_bytes, roots)
     if kind is SourceKind.PDF:
-        return load_pdf(raw, path, max_chars)
+        return load_pdf(raw, path, max_chars, pdf_time_limit_s)
     text = decode_text(raw, path)
     if kind is SourceKind.MARKDOWN:
         loaded = load_markdown(text, path)
@@ -186,38 +192,52 @@ def load_html(raw: str, path: Path) -> LoadedDocument:
     return LoadedDocument(text=text, title=title, kind=SourceKind.HTML, metadata=metadata)
 
 
-def load_pdf(raw: bytes, path: Path, max_chars: int) -> LoadedDocument:
-    """Pages' text joined by blank lines, with the offset where each page starts; extraction stops
-    (and the file is refused) as soon as the text passes ``max_chars``: a small PDF can expand to
-    tens of millions of characters."""
-    from pypdf import PdfReader
-    from pypdf.errors import FileNotDecryptedError
+class PdfText(BaseModel):
+    """What the child found: the pages' text and the title, or why the file is skipped or failed."""
 
+    pages: list[str] = []
+    title: str | None = None
+    skipped: str | None = None
+    failed: str | None = None
+
+
+def extract_pdf(raw: bytes, max_chars: int, time_limit_s: float) -> PdfText:
+    """The PDF's pages and title; :class:`SkippedFileError` past ``max_chars`` characters or
+    ``time_limit_s`` seconds, :class:`LoadError` when it is encrypted or corrupt.
+
+    The PDF is read by the indexer's PDF reader process (``services.indexer.pdf_reader``), killed
+    at ``time_limit_s``: pypdf cannot be interrupted from inside, and one page of a 52 KB PDF can
+    keep it busy for minutes."""
     try:
-        reader = PdfReader(io.BytesIO(raw))
-        if reader.is_encrypted:
-            reader.decrypt("")
-        pages: list[str] = []
-        for pdf_page in reader.pages:
-            pages.append(pdf_page.extract_text() or "")
-            check_text_length(sum(map(len, pages)), max_chars)
-        info = reader.metadata
-    except FileNotDecryptedError as exc:
-        raise LoadError("encrypted PDF: it needs a password to open") from exc
-    except SkippedFileError:
-        raise
-    except Exception as exc:  # a damaged file can break the parser anywhere; all of it means "corrupt"
-        raise LoadError(f"corrupt PDF: {type(exc).__name__}: {exc}") from exc
+        answer = READER.read(raw, max_chars, time_limit_s)
+    except ReadTooLongError as exc:
+        reason = f"text extraction took over {time_limit_s:g}s (HINDSIGHT_PDF_TIME_LIMIT_S)"
+        raise SkippedFileError(reason) from exc
+    except (ReaderDiedError, OSError) as exc:
+        raise LoadError("the PDF reader stopped on it (out of memory?)") from exc
+    outcome = PdfText.model_validate_json(answer)
+    if outcome.skipped:
+        raise SkippedFileError(outcome.skipped)
+    if outcome.failed:
+        raise LoadError(outcome.failed)
+    return outcome
+
+
+def load_pdf(raw: bytes, path: Path, max_chars: int, time_limit_s: float = 30.0) -> LoadedDocument:
+    """Pages' text joined by blank lines, with the offset where each page starts; extraction stops
+    (and the file is refused) as soon as the text passes ``max_chars`` or takes ``time_limit_s``
+    (:func:`extract_pdf`): a small PDF can expand to tens of millions of characters."""
+    extracted = extract_pdf(raw, max_chars, time_limit_s)
+    pages = extracted.pages
     if not any(page.strip() for page in pages):
         raise SkippedFileError("PDF has no extractable text (scanned images?)")
     starts, offset = [], 0
     for page in pages:
         starts.append(offset)
         offset += len(page) + len(PAGE_SEPARATOR)
-    title = (info.title if info is not None and info.title else None) or path.stem
     return LoadedDocument(
         text=PAGE_SEPARATOR.join(pages),
-        title=str(title),
+        title=extracted.title or path.stem,
         kind=SourceKind.PDF,
         metadata={"pages": str(len(pages))},
         page_starts=starts,
