@@ -81,10 +81,8 @@ def print_check(check: LibraryCheck) -> None:
     )
     for thread in mismatches:
         pages = ", the site had more pages" if thread.site_complete is False else ""
-        console.print(
-            f"  [yellow]![/] {shown(thread.path)}: {thread.turns} turns, the site listed {thread.site_turns}{pages}",
-            soft_wrap=True,
-        )
+        listed = f"{thread.turns} turns, the site listed {thread.site_turns}{pages}"
+        console.print(f"  [yellow]![/] {shown(thread.path)}: {listed}", soft_wrap=True)
     console.print(f"files that did not read as a thread: {len(check.unreadable)}", soft_wrap=True)
     for thread in check.unreadable:
         console.print(f"  [red]![/] {shown(thread.path)}: {shown(thread.problem)}", soft_wrap=True)
