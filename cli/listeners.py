@@ -57,10 +57,14 @@ def listeners(port: int) -> list[Listener]:
 
 
 def serves(listener: Listener, host: str) -> bool:
-    """Whether a connection to ``host`` could reach ``listener`` (its address or a wildcard)."""
-    if listener.address.is_unspecified:
+    """Whether a connection to ``host`` could reach ``listener`` (its address, an IPv4 address
+    written as IPv6, or a wildcard)."""
+    address = listener.address
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_unspecified:
         return True
-    return listener.address.is_loopback if host == "localhost" else str(listener.address) == host
+    return address.is_loopback if host == "localhost" else str(address) == host
 
 
 def foreign_listener(host: str, port: int) -> Listener | None:
