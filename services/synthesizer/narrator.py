@@ -106,7 +106,10 @@ def render(claims: list[Claim], numbers: dict[int, int]) -> str:
     paragraphs, current = [], []
     for claim in claims:
         markers = "".join(f"[{numbers[i]}]" for i in claim.facts)
-        body, stop = (claim.text[:-1], claim.text[-1]) if claim.text[-1] in ".!?:" else (claim.text, ".")
+        if claim.code:  # "run:", and reStructuredText's "for example::", introduce the block
+            body, stop = claim.text.rstrip(":").rstrip(), ":"
+        else:
+            body, stop = (claim.text[:-1], claim.text[-1]) if claim.text[-1] in ".!?" else (claim.text, ".")
         current.append(f"{body} {markers}{stop}")
         if claim.code or len(current) == SENTENCES_PER_PARAGRAPH:
             paragraphs.append(" ".join(current))

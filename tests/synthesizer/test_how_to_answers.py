@@ -12,6 +12,7 @@ import pytest
 
 from bench.retrieval_quality import markdown_file
 from services.synthesizer.command_blocks import is_how_to
+from services.synthesizer.narrator import Claim, render
 from shared.backends import create_embedder
 from shared.contracts import Answer
 from shared.interfaces import Embedder
@@ -139,3 +140,12 @@ def test_the_question_lines_of_a_q_and_a_faq_are_never_quoted_as_its_answer(
 )
 def test_how_to_questions_are_told_from_others(question: str, how_to: bool) -> None:
     assert is_how_to(question) is how_to
+
+
+def test_a_block_is_introduced_by_one_colon_after_the_citation_whatever_the_source_wrote() -> None:
+    # reStructuredText (Python's FAQ) introduces a literal block with "::", a command with ":".
+    claims = [Claim("For example::", (0,), "import struct"), Claim("It runs.", (1,))]
+
+    rendered = render(claims, {0: 1, 1: 2})
+
+    assert rendered == "For example [1]:\n\n```\nimport struct\n```\n\nIt runs [2]."
