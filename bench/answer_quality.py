@@ -8,6 +8,7 @@ Celery workers as processes, the gateway) on free ports over that index and asks
     PYTHONPATH=. python bench/answer_quality.py bench/sets/debian-faq
     PYTHONPATH=. python bench/answer_quality.py ../shared/eval/pyfaq-dev --limit 40
     PYTHONPATH=. python bench/answer_quality.py bench/sets/debian-faq --llm llama-cpp --limit 10
+    PYTHONPATH=. python bench/answer_quality.py bench/sets/zsh-faq --how-to   # the how-to subset only
 
 What each column means (per question, then averaged; citations pooled for precision):
 
@@ -28,6 +29,12 @@ What each column means (per question, then averaged; citations pooled for precis
 - ``p50``/``p95``: seconds from asking to the answer; ``syn50``/``syn95``: seconds from the rerank
   event to the answer (the synthesizer's whole stage, queue hops included); ``words``: mean answer
   length in words.
+- ``how-to``: the questions whose answer is a command, by rule: a how-to question
+  (``command_blocks.is_how_to``: "How do I/can I/to …", "command to …") whose relevant section holds
+  a code block or command (the blocks ``command_blocks.introduced_blocks`` finds in the section as
+  written); ``cmd``: the share of them whose answer cites a quote containing one of those blocks whole;
+  ``cmd|rel``: the same among those whose first citation is relevant (synthesis apart from ranking).
+  A quote that ends with a block counts as whole when it starts where a sentence does.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from bench.question_paths import service_stack
 from bench.retrieval_quality import Dataset, IndexedCorpus, index_corpus, load_dataset
 from cli.client import GatewayClient
 from cli.local_key import client_key
+from services.synthesizer.command_blocks import introduced_blocks, is_how_to
 from services.synthesizer.segmentation import segment
 from shared.backends import create_embedder
 from shared.contracts import Answer
@@ -60,6 +68,12 @@ from testing.processes import free_port
 MARKER = re.compile(r"\s*\[\d+\]")
 DANGLING = frozenset(["a", "an", "the", "and", "or", "but"])  # English ends sentences with "with", not "the"
 SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
+
+
+@dataclass(frozen=True)
+class Options:
+    shown: bool = False
+    how_to_only: bool = False
 
 
 @dataclass
@@ -79,6 +93,8 @@ class Scores:
     words: list[int] = field(default_factory=list)
     nothing_found: int = 0
     failed: int = 0
+    command_quoted: list[bool] = field(default_factory=list)
+    command_when_relevant: list[bool] = field(default_factory=list)
 
 
 def whole_sentence(text: str) -> bool:
@@ -88,18 +104,38 @@ def whole_sentence(text: str) -> bool:
     return words[-1].rstrip(".!?\"'”’)]").lower() not in DANGLING
 
 
-def quote_is_whole(file_text: str, start: int, end: int) -> bool:
-    """The quote starts where one of the file's sentences starts and ends where one ends."""
+def quote_is_whole(file_text: str, start: int, end: int, block: bool = False) -> bool:
+    """The quote starts where one of the file's sentences starts and ends where one ends, or
+    (``block``, a sentence that introduces a block) where one of its introduced blocks ends."""
     body_start = split_front_matter(file_text)[1]
-    sentences = segment(file_text[body_start:])
+    body = file_text[body_start:]
+    sentences = segment(body)
     starts = {body_start + s.start for s in sentences}
     ends = {body_start + s.end for s in sentences}
-    return start in starts and end in ends
+    blocks = {body_start + b.end for b in introduced_blocks(body, sentences)}
+    return start in starts and (end in blocks if block else end in ends | blocks)
 
 
-def score_answer(answer: Answer, relevant: set[str], doc_of: dict[str, str], scores: Scores) -> None:
+def commands_of(file_text: str) -> list[str]:
+    """The code blocks and commands of a file as the bench wrote it (Markdown), each whole."""
+    body = file_text[split_front_matter(file_text)[1] :]
+    return [body[b.code_start : b.end] for b in introduced_blocks(body, segment(body))]
+
+
+def command_quoted(answer: Answer, commands: list[str]) -> bool:
+    """Some citation's quote holds one of ``commands`` whole."""
+    return any(command in c.quote for c in answer.citations for command in commands)
+
+
+def score_answer(
+    answer: Answer, relevant: set[str], doc_of: dict[str, str], scores: Scores, commands: list[str]
+) -> None:
     cited = [doc_of.get(Path(c.source_uri).name, "") for c in answer.citations]
     scores.first.append(bool(cited) and cited[0] in relevant)
+    if commands:
+        scores.command_quoted.append(command_quoted(answer, commands))
+        if scores.first[-1]:
+            scores.command_when_relevant.append(scores.command_quoted[-1])
     scores.any.append(any(d in relevant for d in cited))
     scores.cited += len(cited)
     scores.cited_relevant += sum(d in relevant for d in cited)
@@ -111,11 +147,14 @@ def score_answer(answer: Answer, relevant: set[str], doc_of: dict[str, str], sco
     by_number = {c.number: c for c in answer.citations}
     for verdict in (v for v in answer.verdicts if v.action != "removed"):
         scores.sentences += 1
-        whole = whole_sentence(verdict.sentence)
+        # An extractive sentence ending with ":" introduces the block its quote ends with.
+        block = answer.mode == "extractive" and verdict.sentence.endswith(":")
+        whole = block or whole_sentence(verdict.sentence)
         if answer.mode == "extractive":
             for number in verdict.citations:
                 c = by_number[number]
-                whole = whole and quote_is_whole(Path(c.source_uri).read_text(), c.char_start, c.char_end)
+                text = Path(c.source_uri).read_text()
+                whole = whole and quote_is_whole(text, c.char_start, c.char_end, block)
         scores.fragments += not whole
         if not whole:
             print(f"    fragment: {verdict.sentence!r}")
@@ -141,6 +180,19 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))] if ordered else 0.0
 
 
+def gold_commands(dataset: Dataset, query_id: str, files: Path, file_to_id: dict[str, str]) -> list[str]:
+    """The commands that answer a how-to question: those of its relevant sections (none otherwise)."""
+    if not is_how_to(dataset.queries[query_id]):
+        return []
+    relevant = set(dataset.qrels[query_id])
+    return [
+        command
+        for name, doc in sorted(file_to_id.items())
+        if doc in relevant
+        for command in commands_of((files / name).read_text())
+    ]
+
+
 def ask(client: GatewayClient, question: str) -> tuple[Answer, float, float]:
     started = time.perf_counter()
     events = list(client.question_events(client.ask(question)))
@@ -152,10 +204,12 @@ def ask(client: GatewayClient, question: str) -> tuple[Answer, float, float]:
     return Answer.model_validate(last.data["answer"]), wall, last.ts - reranked
 
 
-def show(answer: Answer) -> None:
+def show(answer: Answer, commands: list[str]) -> None:
     print("    " + " ".join(answer.markdown.split())[:400])
     for c in answer.citations:
         print(f"    [{c.number}] {Path(c.source_uri).name}:{c.line}")
+    if commands:
+        print(f"    command quoted: {'yes' if command_quoted(answer, commands) else 'no'}")
 
 
 @contextmanager
@@ -191,10 +245,14 @@ def running_over(
 
 
 def run(
-    dataset: Dataset, query_ids: list[str], llm: str, cache: Path, models: Path | None, shown: bool
+    dataset: Dataset, query_ids: list[str], llm: str, cache: Path, models: Path | None, options: Options
 ) -> Scores:
     scores = Scores()
     with running_over(dataset, llm, cache, models) as (client, indexed):
+        files = indexed.folder / "files"
+        commands = {q: gold_commands(dataset, q, files, indexed.file_to_id) for q in query_ids}
+        if options.how_to_only:
+            query_ids = [q for q in query_ids if commands[q]]
         for number, query_id in enumerate(query_ids, start=1):
             try:
                 answer, wall, synthesis = ask(client, dataset.queries[query_id])
@@ -204,11 +262,16 @@ def run(
                 continue
             scores.latency.append(wall)
             scores.synthesis.append(synthesis)
-            score_answer(answer, set(dataset.qrels[query_id]), indexed.file_to_id, scores)
+            relevant = set(dataset.qrels[query_id])
+            score_answer(answer, relevant, indexed.file_to_id, scores, commands[query_id])
             print(f"  {number}/{len(query_ids)} {wall:.1f}s {dataset.queries[query_id][:60]!r}", flush=True)
-            if shown:
-                show(answer)
+            if options.shown:
+                show(answer, commands[query_id])
     return scores
+
+
+def share(flags: list[bool]) -> str:
+    return f"{statistics.mean(flags):.3f}" if flags else "-"
 
 
 def print_table(label: str, scores: Scores) -> None:
@@ -234,6 +297,9 @@ def print_table(label: str, scores: Scores) -> None:
         "words": f"{statistics.mean(scores.words):.0f}",
         "none": str(scores.nothing_found),
         "failed": str(scores.failed),
+        "how-to": str(len(scores.command_quoted)),
+        "cmd": share(scores.command_quoted),
+        "cmd|rel": share(scores.command_when_relevant),
     }
     print("| " + " | ".join(cells) + " |")
     print("|" + "---|" * len(cells))
@@ -265,6 +331,7 @@ def main() -> None:
     )
     parser.add_argument("--models-dir", type=Path, default=None)
     parser.add_argument("--show", action="store_true", help="print each answer and its path:line citations")
+    parser.add_argument("--how-to", action="store_true", help="ask only the how-to subset (see how-to above)")
     args = parser.parse_args()
     dataset = subset(load_dataset(args.dataset), args.documents)
     label = f"{args.dataset.name} {args.llm}"
@@ -274,7 +341,8 @@ def main() -> None:
         label += f", questions of {args.questions_from.name}"
     query_ids = sorted(dataset.queries)[: args.limit or None]
     print(f"{label}: {len(dataset.corpus)} documents, {len(query_ids)} questions")
-    scores = run(dataset, query_ids, args.llm, args.cache_dir, args.models_dir, args.show)
+    options = Options(shown=args.show, how_to_only=args.how_to)
+    scores = run(dataset, query_ids, args.llm, args.cache_dir, args.models_dir, options)
     print_table(label, scores)
 
 

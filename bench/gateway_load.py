@@ -17,6 +17,7 @@ import redis
 
 from cli.client import GatewayClient
 from cli.local_key import client_key
+from cli.local_stack import stack_redis_url
 from shared.settings import get_settings
 from shared.topology import QUEUES
 
@@ -50,7 +51,8 @@ def main() -> None:
     key = client_key(settings)
     peaks: dict[str, int] = {}
     stop = threading.Event()
-    sampler = threading.Thread(target=sample_depths, args=(settings.redis_url, stop, peaks), daemon=True)
+    redis_url = stack_redis_url(settings)  # the stack's own Redis is on its run folder's socket
+    sampler = threading.Thread(target=sample_depths, args=(redis_url, stop, peaks), daemon=True)
     sampler.start()
     latencies: list[float] = []
 

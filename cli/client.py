@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from cli.listeners import refuse_foreign_listener
 from cli.local_key import client_key
 from shared.contracts import (
     Answer,
@@ -125,7 +126,16 @@ class GatewayClient:
         return list(self._checked(self._http.get("/v1/library")).json())
 
 
+def refuse_foreign_gateway(gateway_url: str) -> None:
+    """:class:`UntrustedListenerError` when another local user holds the gateway's port: neither the
+    key nor a question may reach their process (nor a browser, whose page could read the key)."""
+    url = httpx.URL(gateway_url)
+    refuse_foreign_listener(url.host, url.port or (443 if url.scheme == "https" else 80), "Hindsight")
+
+
 def default_client() -> GatewayClient:
-    """A client of the configured gateway, with this CLI's key when the gateway demands one."""
+    """A client of the configured gateway, with this CLI's key when the gateway demands one; refused
+    when another local user holds the gateway's port (:func:`refuse_foreign_gateway`)."""
     settings = get_settings()
+    refuse_foreign_gateway(settings.gateway_url)
     return GatewayClient(settings.gateway_url, client_key(settings))

@@ -1,10 +1,12 @@
-"""Run the services as local processes: Redis if none answers, one worker per queue, the gateway.
+"""Run the services as local processes: the stack's own Redis, one worker per queue, the gateway.
 
 Every process started gets a pidfile in the run folder; ``stop_stack`` stops exactly those
-processes and nothing else. The data folder is private (mode 0700) and every child runs with
-``umask 077``, so the store, Redis's files and the logs are readable by this user alone. The Redis
-the stack starts demands the application user's password (``shared.redis_auth``); children get it
-in their ``HINDSIGHT_REDIS_URL``, never on a command line.
+processes and nothing else. The data folder is private (mode 0700, owned by this user) and every
+child runs with ``umask 077``, so the store, Redis's files and the logs are readable by this user
+alone. The Redis the stack starts listens on no TCP port at all, only on a unix socket in the run
+folder: no other local user can reach it, nor squat its address first and be taken for it (a TCP
+port on loopback belongs to whoever binds it first). It also demands the application user's password
+(``shared.redis_auth``); children get it in their ``HINDSIGHT_REDIS_URL``, never on a command line.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -19,17 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 import redis
 
+from cli.listeners import listeners, refuse_foreign_listener, serves
 from shared.cpu import available_cores
 from shared.redis_auth import (
     APP_USER,
     acl_rules,
     ensure_password,
     has_credentials,
-    with_credentials,
+    unix_socket_url,
 )
 from shared.safe_files import write_private
 from shared.settings import Settings
@@ -110,30 +114,48 @@ def redis_server_binary() -> str:
 REDIS_PERSISTENCE = ("--appendonly", "yes", "--save", "60", "1")
 
 
+class StackError(RuntimeError):
+    """The stack cannot start as asked; the message says why and what to do, in one sentence."""
+
+
 def is_local_redis(url: str) -> bool:
     return urlparse(url).hostname in ("127.0.0.1", "localhost")
 
 
+def owns_redis(settings: Settings) -> bool:
+    """Whether the stack runs its own Redis: the configured one is local and has no credentials."""
+    return is_local_redis(settings.redis_url) and not has_credentials(settings.redis_url)
+
+
+def redis_socket(settings: Settings) -> Path:
+    return settings.run_dir / "redis.sock"
+
+
 def stack_redis_url(settings: Settings) -> str:
     """The URL children use: the configured one if it carries credentials or names a Redis elsewhere;
-    for the local Redis the stack runs, with the application user and the stack's own password."""
-    if has_credentials(settings.redis_url) or not is_local_redis(settings.redis_url):
+    for the stack's own Redis, its unix socket in the run folder, with the application user and the
+    stack's own password (and the configured database)."""
+    if not owns_redis(settings):
         return settings.redis_url
-    return with_credentials(settings.redis_url, APP_USER, ensure_password(settings.redis_password_file))
+    password = ensure_password(settings.redis_password_file)
+    database = urlparse(settings.redis_url).path.strip("/") or "0"
+    return unix_socket_url(redis_socket(settings), APP_USER, password, int(database))
 
 
 def redis_spec(settings: Settings) -> ProcessSpec:
-    """``redis-server`` on loopback, with an ACL file (0600) that admits the application user only."""
-    if not is_local_redis(settings.redis_url):
-        raise RuntimeError("the configured Redis does not answer and is not local: start it first")
-    url = urlparse(stack_redis_url(settings))
+    """``redis-server`` on a unix socket (mode 0700) in the run folder and no TCP port, with an ACL
+    file (0600) that admits the application user only."""
+    if not owns_redis(settings):
+        raise StackError("the configured Redis does not answer and is not the stack's own: start it first")
+    password = ensure_password(settings.redis_password_file)
     acl_file = settings.run_dir / "redis-users.acl"
-    write_private(acl_file, acl_rules(unquote(url.username or "default"), unquote(url.password or "")))
+    write_private(acl_file, acl_rules(APP_USER, password))
     return ProcessSpec(
         "redis",
         [
-            redis_server_binary(), "--bind", "127.0.0.1", "--port", str(url.port or 6379),
-            *REDIS_PERSISTENCE, "--dir", str(settings.run_dir), "--aclfile", str(acl_file),
+            redis_server_binary(), "--port", "0", "--unixsocket", str(redis_socket(settings)),
+            "--unixsocketperm", "700", *REDIS_PERSISTENCE, "--dir", str(settings.run_dir),
+            "--aclfile", str(acl_file),
         ],
     )  # fmt: skip
 
@@ -176,22 +198,33 @@ class LocalStack:
     def up(self) -> list[str]:
         """Start what is not running; return the names started."""
         env = {**os.environ, **self.settings_env()}
-        url = env["HINDSIGHT_REDIS_URL"]
-        started = []
-        if not redis_answers(url):
-            if redis_answers(self.settings.redis_url):
-                raise RuntimeError(
-                    f"a Redis without the stack's password answers on port {urlparse(url).port}: "
-                    "stop it (`hindsight down` stops one this stack started) and run `hindsight up` again"
-                )
-            self.start(redis_spec(self.settings), env)
-            wait_until(lambda: redis_answers(url), 10, "redis-server")
-            started.append("redis")
+        started = ["redis"] if self.start_redis(env) else []
         for spec in [*worker_specs(), gateway_spec()]:
             if spec.name not in self.running():
                 self.start(spec, env)
                 started.append(spec.name)
         return started
+
+    def start_redis(self, env: dict[str, str]) -> bool:
+        """Start the stack's own Redis unless it runs; True when started. A configured Redis elsewhere
+        (or one with credentials) must already answer."""
+        url = env["HINDSIGHT_REDIS_URL"]
+        if redis_answers(url):
+            return False
+        self.start(redis_spec(self.settings), env)
+        wait_until(lambda: redis_answers(url), 10, "redis-server")
+        return True
+
+    def gateway_listening(self) -> bool:
+        """Whether the gateway this stack started listens on its port. Raises
+        :class:`UntrustedListenerError` when another user's process holds the port, and
+        :class:`StackError` when the gateway exited (with the last line of its log)."""
+        host, port = self.settings.gateway_host, self.settings.gateway_port
+        refuse_foreign_listener(host, port, "the gateway this stack started")
+        if "gateway" not in self.running():
+            log = self.run_dir / "gateway.log"
+            raise StackError(f"the gateway exited ({last_line(log)}); its log is {log}")
+        return any(serves(listener, host) for listener in listeners(port))
 
     def down(self, timeout_s: float = 15.0) -> list[str]:
         """Stop the processes this stack started (by pidfile), gently first."""
@@ -227,8 +260,12 @@ PRIVATE_UMASK = 0o077
 
 
 def make_private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) and make it readable by this user alone (mode 0700)."""
+    """Create ``path`` (and parents) and make it readable by this user alone (mode 0700); a folder
+    there that is a link or belongs to another user is refused (its owner could read or swap it)."""
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise StackError(f"{path} is a link or belongs to another user: choose another HINDSIGHT_DATA_DIR")
     path.chmod(0o700)
 
 
@@ -251,6 +288,14 @@ def process_alive(pid: int) -> bool:
             return stat.read().split()[2] != "Z"
     except OSError:
         return True
+
+
+def last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "no log"
+    return lines[-1] if lines else "empty log"
 
 
 def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:

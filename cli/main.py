@@ -23,7 +23,9 @@ from cli.actions import keys, models, search, stack
 from cli.actions.ask import ask_question, latest_conversation, save_answer
 from cli.actions.index import index_and_watch, index_when_running, run_index
 from cli.client import GatewayError, default_client, transport_failure
-from cli.console import console, error_console
+from cli.console import console, error_console, shown
+from cli.listeners import UntrustedListenerError
+from cli.local_stack import StackError
 from shared.contracts import SearchFilters, SearchMode, SearchRequest, SourceKind, Strategy
 from shared.settings import get_settings
 
@@ -38,6 +40,10 @@ app.add_typer(models_app, name="models")
 app.add_typer(keys_app, name="keys")
 app.add_typer(scrape_app, name="scrape")
 app.add_typer(import_app, name="import")
+library_app = typer.Typer(
+    help="Check the Perplexity library: whole, and found by search.", no_args_is_help=True
+)
+app.add_typer(library_app, name="library")
 
 ExportDir = Annotated[
     Path | None, typer.Option(help="Where the Markdown goes (default HINDSIGHT_EXPORT_DIR).")
@@ -140,23 +146,29 @@ def search_command(
 
 @app.command()
 def index(
-    root: Annotated[Path, typer.Argument(exists=True, file_okay=False, resolve_path=True)],
+    root: Annotated[Path, typer.Argument(exists=True, file_okay=False)],
     watch: Annotated[
         bool, typer.Option("--watch", help="Keep watching and re-sync after every change (Ctrl-C stops).")
     ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Allow deleting more than half of the folder's documents.")
     ] = False,
+    re_register: Annotated[
+        bool,
+        typer.Option("--re-register", help="Register the folder again after you moved or replaced it."),
+    ] = False,
 ) -> None:
     """Index (or re-sync) a folder and show its progress; with --watch, keep it in sync.
 
-    The folder becomes one of the roots Hindsight may read (``roots.txt`` in the data folder). Exits 1
-    when nothing could be indexed: the folder was refused, the scan failed, or every new or changed
-    file failed (a scan with some files indexed and some failed exits 0 and lists the failures)."""
+    The folder becomes one of the roots Hindsight may read (``roots.txt`` in the data folder), pinned
+    to the folder it is now: replaced later (by a link, or another folder), it is refused. Exits 1 when
+    nothing could be indexed: the folder was refused, the scan failed, or every new or changed file
+    failed (a scan with some files indexed and some failed exits 0 and lists the failures)."""
+    root = root.absolute()  # not resolved: a registered folder replaced by a link must be seen as such
     if watch:
-        index_and_watch(default_client(), root, get_settings().watch_debounce_ms)
+        index_and_watch(default_client(), root, get_settings().watch_debounce_ms, re_register)
     else:
-        report = run_index(default_client(), root, force)
+        report = run_index(default_client(), root, force, re_register)
         if report is None or report.nothing_indexed:
             raise typer.Exit(1)
 
@@ -260,8 +272,10 @@ def import_perplexity_export(
 
     settings = scrape.settings_for(export_dir)
     with scraper_errors():
-        scrape.import_data_export(settings, file)
+        report = scrape.import_data_export(settings, file)
     index_imported(settings.export_root)
+    if report.failed:
+        raise typer.Exit(2)
 
 
 @import_app.command("perplexity-markdown")
@@ -274,8 +288,29 @@ def import_perplexity_markdown(
 
     settings = scrape.settings_for(export_dir)
     with scraper_errors():
-        scrape.import_markdown_dir(settings, directory)
+        report = scrape.import_markdown_dir(settings, directory)
     index_imported(settings.export_root)
+    if report.failed:
+        raise typer.Exit(2)
+
+
+@library_app.command("check")
+def library_check(
+    export_dir: ExportDir = None,
+    no_search: Annotated[
+        bool,
+        typer.Option("--no-search", help="Check the files only; do not ask each thread's first question."),
+    ] = False,
+) -> None:
+    """Threads by origin (scraped, imported, both), turns against what the site reported, files that do
+    not read as a thread; then each thread's first question searched: Recall@5, MRR, worst threads."""
+    from cli.actions import library, scrape
+
+    settings = scrape.settings_for(export_dir)
+    search = None if no_search else library.gateway_search(settings.export_root)
+    check, _ = library.library_check(settings, search)
+    if check.unreadable:
+        raise typer.Exit(2)
 
 
 def index_imported(export_root: Path) -> None:
@@ -296,7 +331,7 @@ def scraper_errors() -> Iterator[None]:
     try:
         yield
     except ScraperError as exc:
-        console.print(f"[red]{exc}[/]", soft_wrap=True)
+        console.print(f"[red]{shown(exc)}[/]", soft_wrap=True)
         raise typer.Exit(1) from exc
 
 
@@ -306,14 +341,17 @@ def main() -> None:
     try:
         app()
     except GatewayError as exc:
-        error_console.print(f"[red]{exc}[/red]", soft_wrap=True)
+        error_console.print(f"[red]{shown(exc)}[/red]", soft_wrap=True)
         raise SystemExit(1) from exc
     except httpx.TransportError as exc:
         error_console.print(unreachable(exc), soft_wrap=True)
         raise SystemExit(1) from exc
     except ValidationError as exc:
-        error_console.print(f"[red]{invalid_input(exc)}[/red]", soft_wrap=True)
+        error_console.print(f"[red]{shown(invalid_input(exc))}[/red]", soft_wrap=True)
         raise SystemExit(2) from exc
+    except (StackError, UntrustedListenerError, TimeoutError) as exc:
+        error_console.print(f"[red]{shown(exc)}[/red]", soft_wrap=True)
+        raise SystemExit(1) from exc
 
 
 def unreachable(exc: httpx.TransportError) -> str:

@@ -20,7 +20,7 @@ from cli.actions import scrape, search, stack
 from cli.actions.ask import ask_question
 from cli.actions.index import run_index
 from cli.client import GatewayError, default_client, transport_failure
-from cli.console import console
+from cli.console import console, shown
 from services.scraper import ScraperError
 from shared.contracts import SearchMode, SearchRequest
 from shared.settings import get_settings
@@ -69,13 +69,13 @@ class Repl:
                 else:
                     item.action()
             except GatewayError as exc:
-                console.print(f"[red]{exc}[/red]")
+                console.print(f"[red]{shown(exc)}[/red]")
             except httpx.TransportError as exc:
                 console.print(f"[red]{transport_failure(exc)}[/red] (or menu entry 4)")
             except ScraperError as exc:
-                console.print(f"[red]{exc}[/red]")
+                console.print(f"[red]{shown(exc)}[/red]")
             except (OSError, TimeoutError, RuntimeError, ValueError) as exc:
-                console.print(f"[red]{type(exc).__name__}[/red]: {exc}")
+                console.print(f"[red]{type(exc).__name__}[/red]: {shown(exc)}")
 
     def show_menu(self) -> None:
         table = Table(show_header=False, box=None)
@@ -108,7 +108,7 @@ class Repl:
     def build_index(self) -> None:
         folder = Path(Prompt.ask("folder to index", console=console)).expanduser().resolve()
         if not folder.is_dir():
-            console.print(f"[red]{folder} is not a folder[/red]")
+            console.print(f"[red]{shown(folder)} is not a folder[/red]")
             return
         run_index(default_client(), folder)
 

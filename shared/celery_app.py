@@ -19,6 +19,7 @@ from shared.reconnect import (
     install_cannot_persist_as_outage,
     install_closed_connection_guard,
 )
+from shared.redis_auth import celery_url
 from shared.settings import Settings, get_settings
 from shared.topology import QUESTION_CHAIN, QUESTION_QUEUES, QUEUES, TASK_QUEUES, task_routes
 
@@ -36,7 +37,8 @@ def task_time_limits(settings: Settings) -> dict[str, dict[str, int]]:
 
 def create_app() -> Celery:
     settings = get_settings()
-    app = Celery("hindsight", broker=settings.redis_url, backend=settings.redis_url)
+    url = celery_url(settings.redis_url)
+    app = Celery("hindsight", broker=url, backend=url)
     app.conf.update(
         task_serializer="json",
         result_serializer="json",

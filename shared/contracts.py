@@ -8,6 +8,7 @@ payload fails loudly at the boundary instead of deep inside a stage.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -506,10 +507,51 @@ class ExportReport(Contract):
     failed: int = 0
     failures: list[str] = Field(default_factory=list)
     written: list[str] = Field(default_factory=list)
+    kept_once: list[str] = Field(
+        default_factory=list, description="imported threads found already there (the same thread), by name"
+    )
 
     @property
     def has_changes(self) -> bool:
         return bool(self.new or self.changed)
+
+
+class ThreadCheck(Contract):
+    """One file of the Perplexity export folder, read back (``hindsight library check``)."""
+
+    path: str = Field(description="relative to the export folder")
+    title: str = ""
+    origin: str = Field(default="unknown", description="scraped, imported, both, or unknown")
+    turns: int = 0
+    site_turns: int | None = None
+    site_complete: bool | None = None
+    first_question: str | None = None
+    problem: str | None = None
+
+    @property
+    def turns_differ(self) -> bool:
+        """The file has another number of turns than the site listed, or the site had more pages."""
+        return (self.site_turns is not None and self.turns != self.site_turns) or self.site_complete is False
+
+
+class LibraryCheck(Contract):
+    """The Perplexity export folder read back: the scrape worker's ``scrape.library_check`` and
+    ``GET /v1/library/perplexity``; ``hindsight library check`` prints it."""
+
+    export_dir: str
+    threads: list[ThreadCheck] = Field(default_factory=list)
+
+    @property
+    def by_origin(self) -> dict[str, int]:
+        return dict(Counter(t.origin for t in self.threads if t.problem is None))
+
+    @property
+    def unreadable(self) -> list[ThreadCheck]:
+        return [t for t in self.threads if t.problem is not None]
+
+    @property
+    def turn_mismatches(self) -> list[ThreadCheck]:
+        return [t for t in self.threads if t.problem is None and t.turns_differ]
 
 
 class ScrapeReport(Contract):

@@ -3,11 +3,19 @@
 Editors save in bursts (temp file, rename, metadata); a root is reported only once no change has
 arrived under it for ``debounce_ms``, so one save triggers one re-sync. The indexer's watcher service
 (``services.indexer.watcher``) and ``hindsight index --watch`` both use :class:`RootWatcher`.
+
+Each folder is watched on its own (one inotify watch, not recursive): the folders are listed with
+folder descriptors (``os.fwalk``), never through a link, hidden ones passed over, and at most
+``max_folders`` of them. A recursive watch would follow a symlinked folder dropped into a root (a link
+to ``/`` takes every inotify watch the machine's user may have); a root that is itself a link is not
+watched at all. The folder list is taken again after each settled burst, so new folders are watched.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +37,30 @@ def roots_touched(changes: set[tuple[watchfiles.Change, str]], roots: list[Path]
         if owner is not None and owner not in touched:
             touched.append(owner)
     return touched
+
+
+def watchable_folders(roots: list[Path], max_folders: int) -> list[Path]:
+    """The real (not linked, not hidden) folders under ``roots``, roots first, at most ``max_folders``."""
+    folders: list[Path] = []
+    for root in roots:
+        for top, subfolders, _, dir_fd in os.fwalk(root, follow_symlinks=False):
+            folders.append(Path(top))
+            subfolders[:] = [name for name in sorted(subfolders) if real_folder(name, dir_fd)]
+            if len(folders) >= max_folders:
+                log.warning(
+                    "watching only the first %d folders; set HINDSIGHT_WATCH_MAX_FOLDERS", max_folders
+                )
+                return folders
+    return folders
+
+
+def real_folder(name: str, dir_fd: int) -> bool:
+    """A folder entry that is no link and not hidden."""
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and not name.startswith(".")
 
 
 def guarded(action: Callable[[Path], object], root: Path) -> None:
@@ -54,6 +86,7 @@ class RootWatcher:
         refresh_ms: int = 2_000,
         on_start: Callable[[Path], object] | None = None,
         stop_event: threading.Event | None = None,
+        max_folders: int = 10_000,
     ) -> None:
         self._roots = roots
         self._on_change = on_change
@@ -61,10 +94,12 @@ class RootWatcher:
         self._debounce_ms = debounce_ms
         self._refresh_ms = refresh_ms
         self.stop_event = stop_event or threading.Event()
+        self._max_folders = max_folders
         self._started: set[Path] = set()
 
     def current_roots(self) -> list[Path]:
-        return sorted({root.resolve() for root in self._roots() if root.is_dir()})
+        """The roots to watch: folders, not links (a root replaced by a link is not followed)."""
+        return sorted({root for root in self._roots() if root.is_dir() and not root.is_symlink()})
 
     def run(self) -> None:
         while not self.stop_event.is_set():
@@ -87,8 +122,10 @@ class RootWatcher:
         pending: set[Path] = set()
         last_change = 0.0
         tick_ms = max(STEP_MS, min(self._debounce_ms // 4, self._refresh_ms))
+        folders = watchable_folders(roots, self._max_folders)
         for changes in watchfiles.watch(
-            *roots,
+            *folders,
+            recursive=False,
             debounce=self._debounce_ms,
             step=STEP_MS,
             stop_event=self.stop_event,
@@ -103,5 +140,7 @@ class RootWatcher:
                 for root in sorted(pending):
                     guarded(self._on_change, root)
                 pending.clear()
+                if watchable_folders(roots, self._max_folders) != folders:
+                    return
             if not pending and self.current_roots() != roots:
                 return

@@ -2,8 +2,11 @@
 
 Confinement: a path is indexed or read only inside a *root*. The roots are ``HINDSIGHT_ROOTS`` plus
 the folders ``hindsight index`` registered (``roots.txt`` in the data folder, mode 0600: adding one
-needs the machine owner's files, not just an API key). With no root at all nothing is allowed; ``/``
-is never a root, and nothing under ``/proc``, ``/sys`` or ``/dev`` is ever allowed.
+needs the machine owner's files, not just an API key). A registered root is pinned to the device and
+inode it had when registered: whoever can rename its parent cannot put another folder, or a link to
+one, in its place (``mv team team.old; ln -s /elsewhere team``): such a root is refused, with why.
+With no root at all nothing is allowed; ``/`` is never a root, and nothing under ``/proc``, ``/sys``
+or ``/dev`` is ever allowed.
 
 The indexer writes a job's progress to a Redis hash as each file finishes; the gateway reads it for
 ``GET /v1/index/{job}`` without importing indexer code. Watched roots live in Redis too, so that the
@@ -12,10 +15,14 @@ gateway can register a folder and the indexer's watcher picks it up.
 
 from __future__ import annotations
 
+import os
+import stat
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import redis
+from pydantic import BaseModel
 
 from shared.contracts import IndexFileResult, IndexProgress, WatchedRoot
 from shared.events import redis_client
@@ -36,31 +43,92 @@ def refuse_system_folder(path: Path) -> None:
         raise PathOutsideRootsError(f"{path} is a system folder: Hindsight never indexes or reads it")
 
 
-def registered_roots(roots_file: Path) -> list[Path]:
+class RegisteredRoot(BaseModel):
+    """A folder ``hindsight index`` registered, pinned by the identity it had then: its device and
+    inode (``None`` for a line of a roots file written before roots were pinned)."""
+
+    path: Path
+    device: int | None = None
+    inode: int | None = None
+
+    def line(self) -> str:
+        return f"{self.device} {self.inode} {self.path}\n"
+
+    def problem(self) -> str | None:
+        """Why the folder at ``path`` is no longer the one registered, or ``None`` when it is."""
+        try:
+            info = os.stat(self.path, follow_symlinks=False)
+        except OSError as exc:
+            return f"cannot be looked up ({exc.strerror or exc})"
+        if stat.S_ISLNK(info.st_mode):
+            return "is now a symbolic link"
+        if not stat.S_ISDIR(info.st_mode):
+            return "is no longer a folder"
+        if self.device is not None and (info.st_dev, info.st_ino) != (self.device, self.inode):
+            return "is another folder than the one registered (it was moved or replaced)"
+        return None
+
+    def refusal(self) -> str | None:
+        problem = self.problem()
+        if problem is None:
+            return None
+        return (
+            f"{self.path} {problem} since `hindsight index` registered it: refused. If you moved or "
+            f"replaced it yourself, `hindsight index --re-register {self.path}` registers it again"
+        )
+
+
+def parse_root(line: str) -> RegisteredRoot:
+    """``device inode path`` (or a bare path, as older roots files hold)."""
+    device, _, rest = line.partition(" ")
+    inode, _, path = rest.partition(" ")
+    if device.isdigit() and inode.isdigit() and path:
+        return RegisteredRoot(path=Path(path), device=int(device), inode=int(inode))
+    return RegisteredRoot(path=Path(line))
+
+
+def registered_roots(roots_file: Path) -> list[RegisteredRoot]:
     """The folders ``register_root`` kept in ``roots_file`` (none when it does not exist)."""
     try:
         lines = roots_file.read_text().splitlines()
     except FileNotFoundError:
         return []
-    return [Path(line) for line in lines if line.strip()]
+    return [parse_root(line) for line in lines if line.strip()]
 
 
-def register_root(settings: Settings, folder: Path) -> Path:
-    """Make ``folder`` (resolved, an existing folder, not a system one) a root; return it."""
-    resolved = folder.expanduser().resolve()
+def register_root(settings: Settings, folder: Path, again: bool = False) -> Path:
+    """Make ``folder`` (resolved, an existing folder, not a system one) a root pinned to its device
+    and inode; return it. A folder at or under a registered root that was replaced since is refused
+    with the reason, unless ``again`` (the user moved or replaced it and says so): then it is pinned
+    anew."""
+    asked = folder.expanduser().absolute()
+    resolved = asked.resolve()
     refuse_system_folder(resolved)
-    if not resolved.is_dir():
-        raise PathOutsideRootsError(f"{resolved} is not a folder")
-    known = registered_roots(settings.roots_file)
-    if resolved not in known:
-        write_private(settings.roots_file, "".join(f"{root}\n" for root in [*known, resolved]))
+    if "\n" in str(resolved) or not resolved.is_dir():
+        raise PathOutsideRootsError(f"{asked} is not a folder")
+    refused = {path: reason for path, reason in refused_roots(settings).items() if asked.is_relative_to(path)}
+    if refused and not again:
+        raise PathOutsideRootsError(next(iter(refused.values())))
+    info = resolved.stat()
+    pinned = RegisteredRoot(path=resolved, device=info.st_dev, inode=info.st_ino)
+    replaced = {resolved, *refused}
+    known = [root for root in registered_roots(settings.roots_file) if root.path not in replaced]
+    write_private(settings.roots_file, "".join(root.line() for root in [*known, pinned]))
     return resolved
 
 
 def allowed_roots(settings: Settings) -> list[Path]:
-    """``HINDSIGHT_ROOTS`` and the registered roots, resolved; system folders never among them."""
-    roots = [root.resolve() for root in [*settings.roots, *registered_roots(settings.roots_file)]]
+    """``HINDSIGHT_ROOTS`` (resolved) and the registered roots that are still the folders registered;
+    system folders never among them."""
+    registered = [root.path for root in registered_roots(settings.roots_file) if root.problem() is None]
+    roots = [*(root.resolve() for root in settings.roots), *registered]
     return [root for root in dict.fromkeys(roots) if not is_system_folder(root)]
+
+
+def refused_roots(settings: Settings) -> dict[Path, str]:
+    """The registered roots that were replaced (or moved, or linked) since, with why each is refused."""
+    refusals = {root.path: root.refusal() for root in registered_roots(settings.roots_file)}
+    return {path: reason for path, reason in refusals.items() if reason}
 
 
 def is_system_folder(path: Path) -> bool:
@@ -71,18 +139,23 @@ def is_system_folder(path: Path) -> bool:
     return False
 
 
-def confine_to_roots(path: Path, roots: list[Path]) -> Path:
-    """The resolved path if it lies inside one of ``roots``; with no roots, nothing is inside."""
+def confine_to_roots(path: Path, roots: list[Path], refused: Mapping[Path, str] | None = None) -> Path:
+    """The resolved path if it lies inside one of ``roots``; with no roots, nothing is inside. A path
+    under one of the ``refused`` roots is refused with that root's reason. A refusal names the path
+    as given, never where it resolves to (that would tell a client where links lead)."""
+    for root, reason in (refused or {}).items():
+        if path.absolute().is_relative_to(root):
+            raise PathOutsideRootsError(reason)
     resolved = path.resolve()
     refuse_system_folder(resolved)
     if not roots:
         raise PathOutsideRootsError(
-            f"{resolved} is outside the configured roots: none are set. `hindsight index <folder>` adds "
+            f"{path} is outside the configured roots: none are set. `hindsight index <folder>` adds "
             "its folder, or set HINDSIGHT_ROOTS"
         )
-    if not any(resolved.is_relative_to(root.resolve()) for root in roots):
+    if not any(resolved.is_relative_to(root) for root in roots):
         raise PathOutsideRootsError(
-            f"{resolved} is outside the configured roots (HINDSIGHT_ROOTS and the folders "
+            f"{path} is outside the configured roots (HINDSIGHT_ROOTS and the folders "
             "`hindsight index` registered)"
         )
     return resolved

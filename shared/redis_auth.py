@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from pathlib import Path
-from urllib.parse import quote, urlparse, urlunparse
+from urllib.parse import parse_qs, quote, urlparse, urlunparse
 
 from shared.safe_files import write_private
 
@@ -60,3 +60,20 @@ def with_credentials(url: str, user: str, password: str) -> str:
     port = f":{parsed.port}" if parsed.port else ""
     netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{host}{port}"
     return urlunparse(parsed._replace(netloc=netloc))
+
+
+def unix_socket_url(socket: Path, user: str, password: str, database: int = 0) -> str:
+    """redis-py's URL of a Redis on the unix ``socket`` as ``user`` with ``password``
+    (``unix://user:password@/path?db=N``); :func:`celery_url` turns it into Celery's form."""
+    credentials = f"{quote(user, safe='')}:{quote(password, safe='')}"
+    return f"unix://{credentials}@{quote(str(socket))}?db={database}"
+
+
+def celery_url(url: str) -> str:
+    """``url`` as Celery's broker and result backend take it: a ``unix://`` URL becomes
+    ``redis+socket://`` (the database travels as kombu's ``virtual_host``); any other is unchanged."""
+    parsed = urlparse(url)
+    if parsed.scheme != "unix":
+        return url
+    database = parse_qs(parsed.query).get("db", ["0"])[0]
+    return urlunparse(parsed._replace(scheme="redis+socket", query=f"virtual_host={database}"))

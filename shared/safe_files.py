@@ -8,8 +8,9 @@ after it was listed is caught:
 - ``O_NOFOLLOW``: a symlink in the file's place is refused, not followed;
 - ``O_NONBLOCK``: a FIFO or device in its place cannot block the open;
 - ``fstat``: only a regular file of at most ``max_bytes`` is read;
-- with ``roots``, the file actually opened (``/proc/self/fd``) must lie under one of them, so a
-  folder of its path swapped for a symlink cannot lead outside either.
+- with ``roots`` (resolved paths, not resolved again: a root swapped for a link must not move them),
+  the file actually opened (``/proc/self/fd``) must lie under one of them, so a folder of its path
+  swapped for a symlink cannot lead outside either.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def check_descriptor(descriptor: int, path: Path, max_bytes: int, roots: Sequenc
         raise RefusedFileError("not a regular file (a FIFO, socket, device or folder)")
     if roots:
         actual = opened_path(descriptor) or path.resolve()
-        if not any(actual.is_relative_to(root.resolve()) for root in roots):
+        if not any(actual.is_relative_to(root) for root in roots):
             raise RefusedFileError(f"{actual} is outside the configured roots")
     if info.st_size > max_bytes:
         raise FileTooLargeError(info.st_size, max_bytes)
@@ -58,12 +59,15 @@ def check_descriptor(descriptor: int, path: Path, max_bytes: int, roots: Sequenc
 
 
 @contextmanager
-def open_regular_file(path: Path, max_bytes: int, roots: Sequence[Path] = ()) -> Iterator[BinaryIO]:
+def open_regular_file(
+    path: Path, max_bytes: int, roots: Sequence[Path] = (), dir_fd: int | None = None
+) -> Iterator[BinaryIO]:
     """``path`` opened for binary reading, if it is a regular file (not a symlink) of at most
     ``max_bytes`` (and under ``roots`` when given); :class:`RefusedFileError` says why not.
+    With ``dir_fd`` (its folder, held open) the file is opened by its name in that folder.
     ``OSError`` (missing, permission denied) passes through."""
     try:
-        descriptor = os.open(path, OPEN_FLAGS)
+        descriptor = os.open(path if dir_fd is None else path.name, OPEN_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise RefusedFileError("a symlink: links are not followed") from exc

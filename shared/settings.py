@@ -57,6 +57,8 @@ class Settings(BaseSettings):
     # Per document: the text a file may extract to (a small PDF can expand to tens of millions of
     # characters) and the chunks it may make; a file over either is skipped with the reason.
     max_document_chars: int = Field(default=5_000_000, ge=1)
+    # Seconds a PDF's text extraction may take before the file is refused (while it runs, not after).
+    pdf_time_limit_s: float = Field(default=30.0, gt=0)
     max_document_chunks: int = Field(default=10_000, ge=1)
     # Folders more than this many levels below a root are not walked (and their documents kept).
     max_folder_depth: int = Field(default=64, ge=1)
@@ -71,6 +73,9 @@ class Settings(BaseSettings):
     index_max_retries: int = 3
     index_retry_backoff_s: float = 2.0
     watch_debounce_ms: int = 1_000
+    # Folders one watcher watches at most (one inotify watch each; the machine's user has 8,192 to
+    # 65,536 in all): beyond it, changes are picked up by the next scan.
+    watch_max_folders: int = Field(default=10_000, ge=1)
     ollama_timeout_s: float = 60.0
     ollama_embed_dimension: int = 768
     ollama_retries: int = 3
@@ -173,6 +178,8 @@ class Settings(BaseSettings):
     # Gateway
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8000
+    # Seconds a connection has to send a request's whole head (request line and headers).
+    gateway_head_timeout_s: float = Field(default=10.0, gt=0)
     gateway_url: str = "http://127.0.0.1:8000"
     event_ttl_s: int = 86_400
     # ``keys`` demands an API key on /v1; ``open`` is honoured only on a loopback address unless
@@ -195,6 +202,8 @@ class Settings(BaseSettings):
     health_cache_s: float = 2.0
     max_question_chars: int = 2_000
     rate_limit_per_minute: int = 60
+    # Reads (status polls, answers, event streams) count against a budget of their own.
+    read_rate_limit_per_minute: int = 600
     backpressure_max_queued: int = 200
     backpressure_retry_after_s: int = 5
     # A question (or a scrape) is refused (503) while a stage's queue has no live worker; false where

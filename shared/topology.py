@@ -32,6 +32,7 @@ class Queue(StrEnum):
 
 # Task names: the only place they are spelled.
 SCRAPE_RUN = "scrape.run"
+SCRAPE_LIBRARY_CHECK = "scrape.library_check"
 INDEX_SCAN = "index.scan"
 INDEX_BATCH = "index.batch"
 INDEX_REPORT = "index.report"
@@ -45,6 +46,7 @@ SYNTHESIZE_REDUCE = "synthesize.reduce"
 
 TASK_QUEUES: dict[str, Queue] = {
     SCRAPE_RUN: Queue.SCRAPE,  # export the Perplexity library, then queue index.scan if a file changed
+    SCRAPE_LIBRARY_CHECK: Queue.SCRAPE,  # read the export folder back: origins, turns, unreadable files
     INDEX_SCAN: Queue.INDEX,  # diff a folder against the manifest; a chord of index.batch into index.report
     INDEX_BATCH: Queue.INDEX,  # load, chunk, embed and write a batch of files
     INDEX_REPORT: Queue.INDEX,  # sum the batches' results into the job's report

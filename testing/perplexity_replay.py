@@ -45,6 +45,8 @@ class Shape(StrEnum):
     #: Deep Research / Computer: no ``ask_text``; the answer is a ``workflow_root`` text item, and the
     #: block is served only when the request asks for the ``workflow_widgets`` use case.
     WORKFLOW = "workflow"
+    #: A Computer sub-agent's placeholder entry: a ``subagent_result`` block and nothing else.
+    SUBAGENT_STUB = "subagent_stub"
 
 
 @dataclass
@@ -55,6 +57,10 @@ class ReplayEntry:
     created: str = "2025-07-26T00:50:10.801065"
     uuid: str = ""
     shape: Shape = Shape.CLASSIC
+    #: ``media_items[]`` (``medium``, ``image``, ``url``, ``name``) and ``attachments[]`` (URLs), as
+    #: Yiksing/pplx-tools documents entries.
+    media: list[dict[str, str]] = field(default_factory=list)
+    attachments: list[str] = field(default_factory=list)
 
     def plain(self, thread: ReplayThread) -> dict[str, Any]:
         """The plain flavour: ``text`` is a JSON string of steps whose FINAL answer is JSON again."""
@@ -94,11 +100,18 @@ class ReplayEntry:
             "entry_created_datetime": self.created + "+00:00",
             "collection_info": {"uuid": thread.space_uuid, "title": thread.space} if thread.space else None,
             "social_info": {"view_count": int(time.time() * 1000) % 997},
+            "media_items": self.media,
+            "attachments": self.attachments,
         }
 
     def render(self, thread: ReplayThread, schematized: bool, use_cases: set[str]) -> dict[str, Any]:
         """The entry as ``GET /rest/thread/<id>`` serves it for this request."""
         item = self.plain(thread)
+        if self.shape is Shape.SUBAGENT_STUB:
+            item.pop("text")
+            stub = {"intended_usage": "subagent_result", "subagent_block": {}}
+            item.update({"query_str": "", "blocks": [stub]})
+            return item
         if self.shape is not Shape.CLASSIC:
             item.pop("text")
             item.update({"status": "COMPLETED", "mode": "COPILOT", "sources": {"sources": ["web"]}})
@@ -223,7 +236,7 @@ class ReplayThread:
             "thread_access": 1,
             "has_next_page": True,
             "total_threads": total,
-            "query_count": len(self.entries),
+            "query_count": sum(e.shape is not Shape.SUBAGENT_STUB for e in self.entries),
             "first_entry_model_preference": "PPLX_ALPHA",
             "display_model": self.model,
             "expiry_time": None,
@@ -247,7 +260,7 @@ class ReplayThread:
         """The official export's layout: logo, one H1 per query, ``[^t_n]`` footnotes, turns split by
         ``---``."""
         turns = []
-        for t, entry in enumerate(self.entries, start=1):
+        for t, entry in enumerate((e for e in self.entries if e.shape is not Shape.SUBAGENT_STUB), start=1):
             answer = entry.answer
             for n in range(len(entry.sources), 0, -1):
                 answer = answer.replace(f"[{n}]", f"[^{t}_{n}]")

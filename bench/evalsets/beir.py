@@ -9,18 +9,15 @@ asked twice is one query with both answers relevant.
 
 from __future__ import annotations
 
-import gzip
 import json
-import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.evalsets.answers import relevant_sections
 from bench.evalsets.catalog import EvalSetSpec, Source
+from provisioning.manuals.files import manual_text
 from provisioning.manuals.sections import Section
-
-INFO_INDIRECT = re.compile(r"^(\S+): \d+$", re.MULTILINE)
 
 
 class MissingPackageError(RuntimeError):
@@ -40,24 +37,12 @@ def package_version(package: str) -> str:
     return version
 
 
-def read_text(path: Path) -> str:
-    if path.suffix == ".gz":
-        with gzip.open(path, "rt", encoding="utf-8") as stream:
-            return stream.read()
-    return path.read_text(encoding="utf-8")
-
-
 def read_source(source: Source) -> str:
     """The installed file's text; a split Info manual's parts are appended in order."""
     path = Path(source.path)
     if not path.exists():
         raise MissingPackageError(f"{path} is missing: apt-get install --reinstall {source.package}")
-    text = read_text(path)
-    if "\x1f\nIndirect:\n" in text:
-        table = text.split("\x1f\nIndirect:\n", 1)[1].split("\x1f", 1)[0]
-        suffix = ".gz" if path.suffix == ".gz" else ""
-        text += "".join(read_text(path.parent / f"{part}{suffix}") for part in INFO_INDIRECT.findall(table))
-    return text
+    return manual_text(path)
 
 
 @dataclass

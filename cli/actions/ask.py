@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.markdown import Markdown
-from rich.markup import escape
 
 from cli.actions.index import run_index
 from cli.client import GatewayClient, GatewayError, default_client
-from cli.console import console, counted, error_console
+from cli.console import console, counted, error_console, plain, shown
 from shared.citations import checks_label, quote_label, relevance_label, source_line
 from shared.contracts import Answer, Citation, Event, QuestionOptions, Strategy
 from shared.events import TERMINAL_STAGE, WAITING_STAGE
@@ -55,7 +54,7 @@ def ask_question(
         print(json.dumps(labelled(answer), indent=2, ensure_ascii=False))
         return Asked(answer, accepted.conversation_id)
     if answer.question != question.strip():
-        console.print(f"[dim]searched for: {escape(answer.question)}[/dim]", highlight=False)
+        console.print(f"[dim]searched for: {shown(answer.question)}[/dim]", highlight=False)
     render_answer(answer)
     console.print(f"[dim]{progress.summary(answer, time.perf_counter() - started)}[/dim]")
     return Asked(answer, accepted.conversation_id)
@@ -107,10 +106,10 @@ def follow_question(
             if event.stage == TERMINAL_STAGE and event.status == "done":
                 return Answer.model_validate(event.data["answer"])
             if event.stage == TERMINAL_STAGE:
-                (error_console if quiet else console).print(f"[red]failed[/red]: {event.detail}")
+                (error_console if quiet else console).print(f"[red]failed[/red]: {shown(event.detail)}")
                 return None
             if event.stage == WAITING_STAGE:
-                spinner.update(f"{event.detail} (Ctrl-C cancels)")
+                spinner.update(f"{shown(event.detail)} (Ctrl-C cancels)")
                 continue
             progress.record(event)
             if stages and not quiet:
@@ -122,12 +121,12 @@ def follow_question(
 def render_event(event: Event) -> None:
     colour = {"failed": "red", "done": "green", "skipped": "yellow"}.get(event.status, "cyan")
     elapsed = f" ({event.elapsed_ms:.0f} ms)" if event.elapsed_ms else ""
-    console.print(f"[{colour}]{event.stage:>8} {event.status:<8}[/{colour}] {event.detail}{elapsed}")
+    console.print(f"[{colour}]{event.stage:>8} {event.status:<8}[/{colour}] {shown(event.detail)}{elapsed}")
 
 
 def render_answer(answer: Answer) -> None:
     console.rule("answer")
-    console.print(Markdown(answer.markdown))
+    console.print(Markdown(plain(answer.markdown), hyperlinks=False))
     if answer.citations:
         console.rule("citations")
     for c in answer.citations:
@@ -152,7 +151,7 @@ def labelled(answer: Answer) -> dict[str, object]:
 def citation_line(c: Citation) -> str:
     """``[n] title — path:line (quote found in file; passage #1, cross-encoder 4.12)``: the place editors
     and terminals open (the page for a PDF), a quote not found in red."""
-    line = escape(source_line(c))
+    line = shown(source_line(c))
     return line if c.verified else line.replace(quote_label(c), f"[red]{quote_label(c)}[/red]", 1)
 
 
@@ -162,6 +161,6 @@ def save_answer(folder: Path, asked: Asked, question: str) -> Path:
     folder = folder.expanduser().resolve()
     folder.mkdir(parents=True, exist_ok=True)
     path = save_note(folder, question.strip(), asked.answer)
-    console.print(f"saved as {path}", highlight=False, soft_wrap=True)
+    console.print(f"saved as {shown(path)}", highlight=False, soft_wrap=True)
     run_index(default_client(), folder)
     return path

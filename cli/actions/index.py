@@ -17,7 +17,7 @@ import httpx
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
 from cli.client import GatewayClient, default_client
-from cli.console import console
+from cli.console import console, shown
 from shared.contracts import Event, IndexFileResult, IndexProgress, ScanReport
 from shared.index_jobs import PathOutsideRootsError, register_root
 from shared.settings import get_settings
@@ -47,7 +47,7 @@ def format_eta(seconds: float | None) -> str:
 def bar_update(event: Event) -> BarUpdate | None:
     """Translate an index job event into a bar update (``None`` for events the bar ignores)."""
     if event.stage == "scan" and event.status == "done":
-        return BarUpdate(description=event.detail)
+        return BarUpdate(description=shown(event.detail))
     if event.stage == "progress":
         return BarUpdate(total=IndexProgress.model_validate(event.data).total, description="indexing")
     if event.stage == "document" and "progress" in event.data:
@@ -56,9 +56,9 @@ def bar_update(event: Event) -> BarUpdate | None:
         line = None
         if result.status != "indexed":
             colour = "red" if result.status == "failed" else "yellow"
-            line = f"[{colour}]{result.status}[/] {result.path}: {result.reason}"
+            line = f"[{colour}]{result.status}[/] {shown(result.path)}: {shown(result.reason)}"
         return BarUpdate(
-            description=Path(progress.current or "").name,
+            description=shown(Path(progress.current or "").name),
             total=progress.total,
             completed=progress.done,
             rate=f"{progress.rate_files_per_s:.1f} files/s",
@@ -66,7 +66,7 @@ def bar_update(event: Event) -> BarUpdate | None:
             line=line,
         )
     if event.stage == "document" and event.status == "progress":
-        return BarUpdate(line=f"[yellow]retrying[/] {event.detail}")
+        return BarUpdate(line=f"[yellow]retrying[/] {shown(event.detail)}")
     return None
 
 
@@ -122,11 +122,11 @@ def render_report(report: ScanReport) -> None:
         f"{report.failed} failed; {report.chunks} chunks in {report.elapsed_s:.1f}s"
     )
     for failure in report.failures:
-        console.print(f"[red]failed[/red] {failure.path}: {failure.reason}")
+        console.print(f"[red]failed[/red] {shown(failure.path)}: {shown(failure.reason)}")
     for deleted in report.deleted_files:
-        console.print(f"[magenta]deleted[/magenta] {deleted}")
+        console.print(f"[magenta]deleted[/magenta] {shown(deleted)}")
     for skipped in report.skipped_files[:SKIPPED_SHOWN]:
-        console.print(f"[yellow]skipped[/yellow] {skipped.path}: {skipped.reason}")
+        console.print(f"[yellow]skipped[/yellow] {shown(skipped.path)}: {shown(skipped.reason)}")
     if report.skipped > SKIPPED_SHOWN:
         console.print(f"[yellow]… and {report.skipped - SKIPPED_SHOWN} more skipped[/yellow]")
 
@@ -141,13 +141,16 @@ def index_when_running(root: Path, not_running: str) -> None:
         raise
 
 
-def run_index(client: GatewayClient, root: Path, force: bool = False) -> ScanReport | None:
-    """Make ``root`` a root Hindsight may read, start a scan of it, show its progress, print and
-    return its report; ``force`` lets the scan delete more than half of the folder's documents."""
+def run_index(
+    client: GatewayClient, root: Path, force: bool = False, again: bool = False
+) -> ScanReport | None:
+    """Make ``root`` a root Hindsight may read (``again``: re-pin it after the user replaced it),
+    start a scan of it, show its progress, print and return its report; ``force`` lets the scan
+    delete more than half of the folder's documents."""
     try:
-        register_root(get_settings(), root)
+        root = register_root(get_settings(), root, again)
     except PathOutsideRootsError as exc:
-        console.print(f"[red]not indexed[/red]: {exc}")
+        console.print(f"[red]not indexed[/red]: {shown(exc)}")
         return None
     job_id = client.index(str(root), force)
     follow_job(client, job_id)
@@ -157,12 +160,13 @@ def run_index(client: GatewayClient, root: Path, force: bool = False) -> ScanRep
     return report
 
 
-def index_and_watch(client: GatewayClient, root: Path, debounce_ms: int) -> None:
+def index_and_watch(client: GatewayClient, root: Path, debounce_ms: int, again: bool = False) -> None:
     """Index ``root``, then re-sync it after every settled burst of changes until Ctrl-C."""
     from shared.folder_watch import RootWatcher
 
-    run_index(client, root)
-    console.print(f"[cyan]watching[/cyan] {root} (Ctrl-C to stop)")
+    run_index(client, root, again=again)
+    root = root.resolve()  # the folder just registered; the watcher itself never follows a link
+    console.print(f"[cyan]watching[/cyan] {shown(root)} (Ctrl-C to stop)")
     watcher = RootWatcher(lambda: [root], lambda changed: run_index(client, changed), debounce_ms=debounce_ms)
     try:
         watcher.run()

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from rich.table import Table
 
-from cli.console import console
+from cli.console import console, shown
 from cli.local_key import key_file
 from shared.settings import Settings
 
@@ -36,7 +36,7 @@ def revoke_key(settings: Settings, key_id: str) -> bool:
     try:
         record = key_file(settings).revoke(key_id)
     except KeyError as exc:
-        console.print(f"[red]{exc.args[0]}[/red]")
+        console.print(f"[red]{shown(exc.args[0])}[/red]")
         return False
     console.print(f"revoked key {record.id} ({record.name})")
     return True

@@ -9,14 +9,16 @@ the same progress bar as ``hindsight index``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from cli.actions.index import index_when_running
-from cli.console import console
+from cli.console import console, shown
 from services.scraper import (
-    Thread,
+    DATA_EXPORT_MAX_BYTES,
+    Imported,
     export_library,
     interactive_login,
     threads_from_data_export,
@@ -39,8 +41,10 @@ def print_report(report: ExportReport) -> None:
         f"{report.changed} changed, {report.unchanged} unchanged, {report.gone} gone, {report.failed} failed",
         soft_wrap=True,
     )
+    for line in report.kept_once:
+        console.print(f"  = {shown(line)} (the same thread: kept once)", soft_wrap=True)
     for line in report.failures:
-        console.print(f"  [yellow]![/] {line}", soft_wrap=True)
+        console.print(f"  [yellow]![/] {shown(line)}", soft_wrap=True)
 
 
 def log_in(settings: Settings) -> None:
@@ -56,6 +60,17 @@ def log_in(settings: Settings) -> None:
     user = interactive_login(settings, explain)
     name = (user.get("user") or {}).get("email") or "your account"
     console.print(f"Logged in as {name}; saved to {settings.perplexity_state_path}", soft_wrap=True)
+
+
+def private_export_folder(settings: Settings) -> Path:
+    """The export folder, created readable by this user alone (0700) when it does not exist yet:
+    exported threads are private research, wherever ``--export-dir`` puts them (a folder that exists
+    is left as its owner made it)."""
+    folder = settings.export_root
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    return folder
 
 
 def index_export(export_dir: Path) -> None:
@@ -79,6 +94,7 @@ def scrape(
     unless ``index`` is false; only new or changed threads are written."""
     if headless is not None:
         settings = settings.model_copy(update={"scrape_headless": headless})
+    private_export_folder(settings)
     if login or not settings.perplexity_state_path.exists():
         log_in(settings)
     with console.status("exporting the Perplexity library") as status:
@@ -93,17 +109,22 @@ def scrape(
     return report
 
 
-def import_threads(settings: Settings, load: Callable[[Settings], list[Thread]]) -> ExportReport:
-    report = write_threads(load(settings), settings.export_root)
+def import_threads(settings: Settings, load: Callable[[Settings], Imported]) -> ExportReport:
+    report = write_threads(load(settings), private_export_folder(settings))
     print_report(report)
     return report
 
 
 def import_data_export(settings: Settings, file: Path) -> ExportReport:
     """Perplexity's bulk data-request JSON."""
-    return import_threads(settings, lambda s: threads_from_data_export(file, s.perplexity_base_url))
+    return import_threads(
+        settings,
+        lambda s: threads_from_data_export(
+            file, s.perplexity_base_url, max(s.max_file_bytes, DATA_EXPORT_MAX_BYTES)
+        ),
+    )
 
 
 def import_markdown_dir(settings: Settings, directory: Path) -> ExportReport:
     """Per-thread Markdown downloaded from Perplexity (``Title.md``, ``Title(2).md``, ...)."""
-    return import_threads(settings, lambda _settings: threads_from_markdown_dir(directory))
+    return import_threads(settings, lambda s: threads_from_markdown_dir(directory, s.max_file_bytes))

@@ -6,7 +6,7 @@ import httpx
 from rich.table import Table
 
 from cli.client import GatewayError, default_client, transport_failure
-from cli.console import console, error_console
+from cli.console import console, error_console, shown
 from shared.contracts import SearchMode, SearchRequest, SearchResponse
 from shared.settings import get_settings
 
@@ -18,23 +18,23 @@ def how_found(ranks: dict[str, int]) -> str:
 
 
 def render(result: SearchResponse) -> None:
-    shown = result.resolved_mode.value + (" (auto)" if result.mode is SearchMode.AUTO else "")
-    table = Table("#", "source", "how it was found", "passage", title=f"{result.query!r} — {shown}")
+    mode = result.resolved_mode.value + (" (auto)" if result.mode is SearchMode.AUTO else "")
+    table = Table("#", "source", "how it was found", "passage", title=f"{shown(repr(result.query))} — {mode}")
     for number, candidate in enumerate(result.candidates, start=1):
         chunk = candidate.chunk
         end = candidate.text_start + len(candidate.text)
         snippet = " ".join(candidate.text.split())[:SNIPPET_CHARS]
         table.add_row(
             str(number),
-            f"{chunk.title}\n[dim]{chunk.source_uri}:{candidate.text_start}-{end}[/dim]",
+            f"{shown(chunk.title)}\n[dim]{shown(chunk.source_uri)}:{candidate.text_start}-{end}[/dim]",
             how_found(candidate.ranks),
-            snippet,
+            shown(snippet),
         )
     console.print(table)
     legs = ", ".join(f"{leg} {count}" for leg, count in result.legs.items())
     console.print(f"[dim]{len(result.candidates)} results in {result.elapsed_ms:.0f} ms; legs: {legs}[/dim]")
     for note in result.notes:
-        console.print(f"[yellow]note[/yellow]: {note}")
+        console.print(f"[yellow]note[/yellow]: {shown(note)}")
 
 
 def search_passages(request: SearchRequest, as_json: bool = False) -> SearchResponse | None:

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import html
+import os
 import shutil
 import webbrowser
+from pathlib import Path
 from typing import Any
 
 import httpx
 from rich.table import Table
 
-from cli.client import GatewayError, default_client, transport_failure
-from cli.console import console, counted
+from cli.client import GatewayError, default_client, refuse_foreign_gateway, transport_failure
+from cli.console import console, counted, shown
 from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, wait_until
 from shared.contracts import RerankerStatus, ScanReport
+from shared.safe_files import write_private
 from shared.settings import get_settings
 from shared.topology import REQUIRED_QUEUES
 
@@ -23,12 +27,16 @@ READY_TIMEOUT_S = 120
 def start_stack(wait: bool = True) -> None:
     """Start the local processes; with ``wait``, until every queue has a live worker."""
     settings = get_settings()
-    if settings.gateway_auth == "keys" and ensure_local_key(settings):
+    warn_if_root()
+    created = settings.gateway_auth == "keys" and ensure_local_key(settings)
+    if created:
         console.print(f"created an API key for this CLI in {settings.cli_key_file} (mode 0600)")
     stack = LocalStack(settings)
     with console.status("starting redis, workers and the gateway…"):
         started = stack.up()
     console.print(f"started: {', '.join(started) or 'nothing (all running)'}; logs in {stack.run_dir}")
+    with console.status("waiting for the gateway to listen…"):
+        wait_until(stack.gateway_listening, READY_TIMEOUT_S, "the gateway")
     if wait:
         client = default_client()
 
@@ -41,11 +49,22 @@ def start_stack(wait: bool = True) -> None:
         with console.status("waiting for a live worker on every queue…"):
             wait_until(healthy, READY_TIMEOUT_S, "the local stack")
         console.print("[green]ready[/green]")
-    describe_access()
+    describe_access(created)
 
 
-def describe_access() -> None:
-    """Say plainly how the gateway is protected and how to reach the web page."""
+def warn_if_root() -> None:
+    """Say so when the stack is about to run as root: nothing in it needs the privilege."""
+    if os.geteuid() == 0:
+        console.print(
+            "[yellow]running as root[/yellow]: every service runs as root too; a user account of its own "
+            "is safer (the stack needs no privilege)"
+        )
+
+
+def describe_access(new_key: bool) -> None:
+    """Say plainly how the gateway is protected and how to reach the web page; the page's address
+    with the key only when the key is ``new_key`` (created now): never again on later starts, where
+    terminal logs and screen shares would collect it."""
     settings = get_settings()
     url = settings.gateway_url.rstrip("/")
     if settings.gateway_auth == "open":
@@ -53,11 +72,13 @@ def describe_access() -> None:
         return
     key = client_key(settings)
     console.print(f"gateway at {url} requires an API key; this CLI uses its own key")
-    if key:
+    if key and new_key:
         console.print(
-            f"web page (the key travels in the #fragment, never to a server): {url}/#key={key}",
+            f"web page (shown once; the key travels in the #fragment, never to a server): {url}/#key={key}",
             soft_wrap=True,
         )
+    else:
+        console.print(f"web page: {url}/ (`hindsight open` opens it signed in with this CLI's key)")
 
 
 def page_url() -> str:
@@ -69,9 +90,27 @@ def page_url() -> str:
 
 
 def open_page() -> None:
+    """Open the web page signed in, without the key on any command line (every user sees those in
+    ``ps``): the browser is given a private file that forwards to the page with the key in its
+    #fragment (mode 0600 in the run folder, as Jupyter does)."""
+    settings = get_settings()
+    refuse_foreign_gateway(settings.gateway_url)
     url = page_url()
-    if not webbrowser.open(url):
-        console.print(f"no browser found; open {url}", soft_wrap=True)
+    target = forwarding_page(settings.run_dir, url).as_uri() if "#key=" in url else url
+    if not webbrowser.open(target):
+        console.print(f"no browser found; open {target} (it signs the page in)", soft_wrap=True)
+
+
+def forwarding_page(run_dir: Path, url: str) -> Path:
+    """A private HTML file that sends the browser on to ``url`` at once."""
+    quoted = html.escape(url, quote=True)
+    page = run_dir / "open.html"
+    write_private(
+        page,
+        f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={quoted}">'
+        f'<title>Hindsight</title><a href="{quoted}">Open Hindsight</a>\n',
+    )
+    return page
 
 
 def stop_stack() -> None:
@@ -103,7 +142,7 @@ def show_status() -> None:
     try:
         folders = client.library()
     except GatewayError as exc:
-        table.add_row("folders", f"[red]{exc}[/red]")
+        table.add_row("folders", f"[red]{shown(exc)}[/red]")
     else:
         table.add_row("documents", str(sum(int(f["documents"]) for f in folders)))
         table.add_row(
@@ -122,7 +161,7 @@ def folder_line(folder: dict[str, Any]) -> str:
     if folder.get("running"):
         facts.append("syncing now")
     facts.append("watched" if folder.get("watched") else "not watched")
-    return f"{folder['root']} — {', '.join(facts)}"
+    return f"{shown(folder['root'])} — {', '.join(facts)}"
 
 
 def llm_mode(llm: str) -> str:

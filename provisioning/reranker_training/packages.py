@@ -7,13 +7,13 @@ refuses a list that names one.
 
 from __future__ import annotations
 
-import gzip
 import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from provisioning.manuals.faqs import faq_sections
+from provisioning.manuals.files import manual_text, read_text
 from provisioning.manuals.html import html_sections
 from provisioning.manuals.manpages import manpage_sections, render_manpage
 from provisioning.manuals.readers import info_sections
@@ -37,7 +37,6 @@ EVALUATION_PACKAGES = (
     "debian-faq", "debian-reference-en", "r-doc-info", "perl-doc", "zsh-common", "zsh-doc",
     "python3.11-doc", "python3-doc", "fetchmail", "ffmpeg-doc", "git-doc", "sqlite3-doc", "sudo",
 )  # fmt: skip
-INFO_INDIRECT = re.compile(r"^(\S+): \d+$", re.MULTILINE)
 FAQ_NAME = re.compile(r"faq", re.IGNORECASE)
 
 
@@ -63,21 +62,6 @@ def unpack_packages(debs: Path, root: Path, packages: tuple[str, ...] = TRAINING
     return versions
 
 
-def read_text(path: Path) -> str:
-    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    return raw.decode("utf-8", errors="replace")
-
-
-def info_manual(path: Path) -> str:
-    """A manual's whole Info text: a split manual's parts appended in order."""
-    text = read_text(path)
-    if "\x1f\nIndirect:\n" in text:
-        table = text.split("\x1f\nIndirect:\n", 1)[1].split("\x1f", 1)[0]
-        suffix = ".gz" if path.suffix == ".gz" else ""
-        text += "".join(read_text(path.parent / f"{part}{suffix}") for part in INFO_INDIRECT.findall(table))
-    return text
-
-
 def manual_sections(root: Path) -> dict[str, list[Section]]:
     """Sections of every Info manual, English manual page (commands, files, overviews and
     administration: sections 1, 5, 7 and 8), plain-text FAQ and HTML page (English
@@ -89,7 +73,7 @@ def manual_sections(root: Path) -> dict[str, list[Section]]:
         if re.search(r"\.info-\d+", path.name):
             continue  # a part of a split manual, read with its head
         name = f"info:{path.name.split('.info')[0]}"
-        documents[name] = info_sections(name, info_manual(path))
+        documents[name] = info_sections(name, manual_text(path))
     pages = sorted(share.glob("man/man[1578]/*"))
     with ThreadPoolExecutor(max_workers=4) as pool:  # man and groff run in processes of their own
         for path, text in zip(pages, pool.map(render_manpage, pages), strict=True):

@@ -14,6 +14,7 @@ from services.gateway.auth import (
     refuse_open_on_network,
     refuse_unconfined_on_network,
 )
+from services.gateway.http_protocol import with_head_timeout
 from shared.logging import configure_logging
 from shared.settings import get_settings
 
@@ -32,6 +33,7 @@ def main() -> None:
         port=settings.gateway_port,
         log_config=None,
         access_log=False,
+        http=with_head_timeout(settings.gateway_head_timeout_s),
     )
 
 

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, Security, status
@@ -15,20 +14,12 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from services.gateway.deps import KeyFileDep, RedisDep, SettingsDep
 from services.gateway.limits import enforce_rate_limit
 from services.gateway.metrics import record_rejection
+from shared.hosts import is_loopback
 from shared.settings import Settings
 
 
 class OpenGatewayRefusedError(RuntimeError):
     """An open gateway was asked for on a network address without the explicit opt-in."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def refuse_open_on_network(settings: Settings, bind_host: str) -> None:
@@ -90,7 +81,7 @@ async def authenticate(
             raise unauthorized(request, check.reason)
         caller = check.record.id
     request.state.caller = caller
-    await enforce_rate_limit(request, client, caller, settings.rate_limit_per_minute)
+    await enforce_rate_limit(request, client, caller, settings)
     return caller
 
 

@@ -21,9 +21,10 @@ from pathlib import Path
 from services.gateway.schemas import Evidence
 from services.gateway.thread_source import with_source_context
 from shared.contracts import Citation, SearchResponse, SourceKind
-from shared.extracted_text import html_text, page_at, page_ranges, pdf_text
+from shared.extracted_text import html_text, joined_pages, page_at, page_ranges, read_pdf
 from shared.markdown_source import MARKDOWN_SUFFIXES, split_front_matter
 from shared.safe_files import RefusedFileError, read_regular_file
+from shared.settings import get_settings
 
 CONTEXT_CHARS = 400
 # Larger files are not read for evidence (the quote alone is returned).
@@ -114,15 +115,19 @@ def source_text(uri: str, roots: list[Path]) -> SourceText | None:
         if path.suffix.lower() in PDF_SUFFIXES:
             return extracted_pdf(raw)
         return SourceText(html_text(raw.decode("utf-8-sig")), extracted=True)
-    except Exception:  # refused, gone, not UTF-8, or a damaged PDF (its parser breaks anywhere)
+    except Exception:  # refused, gone, not UTF-8, or the PDF reader stopped (too slow, out of memory)
         return None
 
 
 @lru_cache(maxsize=4)
-def extracted_pdf(raw: bytes) -> SourceText:
-    """A PDF's text as the indexer extracts it (kept for the next citation of the same file)."""
-    pdf = pdf_text(raw, EVIDENCE_MAX_CHARS)
-    return SourceText(pdf.text, extracted=True, page_starts=pdf.page_starts)
+def extracted_pdf(raw: bytes) -> SourceText | None:
+    """A PDF's text as the indexer extracts it, by the same reader process and time limit (kept for
+    the next citation of the same file); ``None`` when the reader refuses or fails on it."""
+    outcome = read_pdf(raw, EVIDENCE_MAX_CHARS, get_settings().pdf_time_limit_s)
+    if not outcome.pages:
+        return None
+    text, starts = joined_pages(outcome.pages)
+    return SourceText(text, extracted=True, page_starts=starts)
 
 
 def file_text(uri: str, roots: list[Path]) -> str | None:

@@ -3,7 +3,8 @@
 - request bodies larger than ``max_request_bytes`` get 413 before they are parsed, and JSON bodies
   whose strings are not Unicode text (a lone surrogate such as ``"\\ud800"``, which Python's JSON
   parser lets through and nothing after it can encode) get 422;
-- each caller gets ``rate_limit_per_minute`` requests per clock minute (429 + Retry-After);
+- each caller gets ``rate_limit_per_minute`` requests per clock minute (429 + Retry-After), and a
+  budget of its own for reads (``read_rate_limit_per_minute``: status polls, answers, streams);
 - backpressure: when the Celery queues behind an endpoint already hold more than
   ``backpressure_max_queued`` messages, new work gets 429 + Retry-After at once instead of
   joining a queue whose latency would grow without bound.
@@ -30,20 +31,32 @@ def too_many(request: Request, reason: str, detail: str, retry_after_s: int) -> 
     )
 
 
-async def enforce_rate_limit(request: Request, client: aioredis.Redis, caller: str, per_minute: int) -> None:
+READS = ("GET", "HEAD")
+
+
+def rate_budget(request: Request, settings: Settings) -> tuple[str, int, str]:
+    """The budget a request counts against: reads (status polls, answers, streams) have their own,
+    so a page polling a job's status never uses up the key's questions, searches and index runs."""
+    if request.method in READS:
+        return "reads", settings.read_rate_limit_per_minute, "reads"
+    return "work", settings.rate_limit_per_minute, "requests"
+
+
+async def enforce_rate_limit(
+    request: Request, client: aioredis.Redis, caller: str, settings: Settings
+) -> None:
     """Fixed one-minute windows counted in Redis, so every gateway replica shares one budget."""
+    budget, per_minute, what = rate_budget(request, settings)
     now = time.time()
     window = int(now // 60)
-    key = f"hindsight:rate:{caller}:{window}"
+    key = f"hindsight:rate:{caller}:{budget}:{window}"
     pipe = client.pipeline()
     pipe.incr(key)
     pipe.expire(key, 120)
     count, _ = await pipe.execute()
     if int(count) > per_minute:
         retry_after = int((window + 1) * 60 - now) + 1
-        raise too_many(
-            request, "rate", f"rate limit: {per_minute} requests a minute for this key", retry_after
-        )
+        raise too_many(request, "rate", f"rate limit: {per_minute} {what} a minute for this key", retry_after)
 
 
 async def queue_depths(client: aioredis.Redis) -> dict[str, int]:

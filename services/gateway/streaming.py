@@ -101,12 +101,27 @@ async def counted(
         counts[caller] -= 1
 
 
+async def last_entry(client: aioredis.Redis, stream_id: str) -> tuple[str, Event] | None:
+    """The stream's last entry id and event (``None`` for a stream with none yet)."""
+    last = cast(StreamEntries, await client.xrevrange(events_key(stream_id), count=1))
+    return (last[0][0], decode_entry(last[0][1])) if last else None
+
+
 async def last_written(client: aioredis.Redis, stream_id: str, default: float | None = None) -> float:
     """When the stream's last event was written (``default``, or now, for a stream with none yet)."""
-    last = cast(StreamEntries, await client.xrevrange(events_key(stream_id), count=1))
+    last = await last_entry(client, stream_id)
     if last:
-        return decode_entry(last[0][1]).ts
+        return last[1].ts
     return time.time() if default is None else default
+
+
+def entry_order(entry_id: str) -> tuple[int, int]:
+    millis, _, sequence = entry_id.partition("-")
+    return int(millis), int(sequence or 0)
+
+
+def is_end(event: Event, terminal_stage: str) -> bool:
+    return event.stage == terminal_stage and event.status in ("done", "failed")
 
 
 async def stream_events(
@@ -120,8 +135,15 @@ async def stream_events(
 ) -> AsyncIterator[dict[str, str]]:
     """Every event of the stream in order, ending after the terminal stage's done or failed event,
     or with a ``failed`` event of the terminal stage once nothing was written for ``idle_limit_s``
-    or once ``record_key`` is gone from Redis."""
-    last_write = await last_written(client, stream_id)
+    or once ``record_key`` is gone from Redis. Resuming at or past the last entry of a stream that
+    has ended ends at once; resuming past the last entry of one still running (an id from the
+    future) continues from its last entry."""
+    last = await last_entry(client, stream_id)
+    if last is not None and entry_order(after) >= entry_order(last[0]):
+        if is_end(last[1], terminal_stage):
+            return
+        after = last[0]
+    last_write = last[1].ts if last else time.time()
     block_ms = int(min(SSE_BLOCK_MS, max(idle_limit_s, 0.1) * 1000))
     while not await request.is_disconnected():
         try:
@@ -147,7 +169,7 @@ async def stream_events(
                 after = entry_id
                 event = decode_entry(fields)
                 yield {"id": entry_id, "event": event.stage, "data": fields[EVENT_FIELD]}
-                if event.stage == terminal_stage and event.status in ("done", "failed"):
+                if is_end(event, terminal_stage):
                     return
 
 

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shared.interfaces import TokenSpans
+from shared.markdown_source import fenced_ranges
 
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
-FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)", re.MULTILINE)
 
 Span = tuple[int, int]
 
@@ -34,18 +34,6 @@ class Section:
     start: int
     end: int
     heading_path: tuple[str, ...]
-
-
-def fenced_ranges(text: str) -> list[Span]:
-    """Character ranges of code fences, from the opening marker to the end of the closing line."""
-    marks = [m.start() for m in FENCE.finditer(text)]
-    ranges = []
-    for opening, closing in zip(marks[::2], marks[1::2], strict=False):
-        line_end = text.find("\n", closing)
-        ranges.append((opening, len(text) if line_end < 0 else line_end))
-    if len(marks) % 2:
-        ranges.append((marks[-1], len(text)))
-    return ranges
 
 
 def markdown_sections(text: str, start: int = 0, end: int | None = None) -> list[Section]:

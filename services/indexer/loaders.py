@@ -17,8 +17,9 @@ from pathlib import Path
 import yaml
 
 from shared.contracts import SourceKind
-from shared.extracted_text import TooMuchTextError, html_text, page_at, page_ranges, pdf_text
+from shared.extracted_text import PdfText, html_text, joined_pages, page_at, page_ranges, read_pdf
 from shared.markdown_source import plain_inline, split_front_matter
+from shared.pdf_reader import ReaderDiedError, ReadTooLongError
 from shared.safe_files import FileTooLargeError, RefusedFileError, read_regular_file
 
 SUFFIX_KINDS = {
@@ -85,13 +86,18 @@ def read_source(path: Path, max_bytes: int, roots: Sequence[Path]) -> bytes:
 
 
 def load_document(
-    path: Path, max_bytes: int, roots: Sequence[Path] = (), max_chars: int = 5_000_000
+    path: Path,
+    max_bytes: int,
+    roots: Sequence[Path] = (),
+    max_chars: int = 5_000_000,
+    pdf_time_limit_s: float = 30.0,
 ) -> LoadedDocument:
-    """The document's extracted text; refused when it is over ``max_chars`` characters."""
+    """The document's extracted text; refused when it is over ``max_chars`` characters (or, for a
+    PDF, takes over ``pdf_time_limit_s`` to extract)."""
     kind = kind_for(path)
     raw = read_source(path, max_bytes, roots)
     if kind is SourceKind.PDF:
-        return load_pdf(raw, path, max_chars)
+        return load_pdf(raw, path, max_chars, pdf_time_limit_s)
     text = decode_text(raw, path)
     if kind is SourceKind.MARKDOWN:
         loaded = load_markdown(text, path)
@@ -177,26 +183,40 @@ def load_html(raw: str, path: Path) -> LoadedDocument:
     return LoadedDocument(text=text, title=title, kind=SourceKind.HTML, metadata=metadata)
 
 
-def load_pdf(raw: bytes, path: Path, max_chars: int) -> LoadedDocument:
-    """Pages' text joined by blank lines, with the offset where each page starts; extraction stops
-    (and the file is refused) as soon as the text passes ``max_chars``: a small PDF can expand to
-    tens of millions of characters."""
-    from pypdf.errors import FileNotDecryptedError
+def extract_pdf(raw: bytes, max_chars: int, time_limit_s: float) -> PdfText:
+    """The PDF's pages and title; :class:`SkippedFileError` past ``max_chars`` characters or
+    ``time_limit_s`` seconds, :class:`LoadError` when it is encrypted or corrupt.
 
+    The PDF is read by the PDF reader process (``shared.pdf_reader``), killed
+    at ``time_limit_s``: pypdf cannot be interrupted from inside, and one page of a 52 KB PDF can
+    keep it busy for minutes."""
     try:
-        extracted = pdf_text(raw, max_chars)
-    except FileNotDecryptedError as exc:
-        raise LoadError("encrypted PDF: it needs a password to open") from exc
-    except TooMuchTextError as exc:
-        raise SkippedFileError(f"{exc} (HINDSIGHT_MAX_DOCUMENT_CHARS)") from exc
-    except Exception as exc:  # a damaged file can break the parser anywhere; all of it means "corrupt"
-        raise LoadError(f"corrupt PDF: {type(exc).__name__}: {exc}") from exc
-    if not extracted.text.strip():
+        outcome = read_pdf(raw, max_chars, time_limit_s)
+    except ReadTooLongError as exc:
+        reason = f"text extraction took over {time_limit_s:g}s (HINDSIGHT_PDF_TIME_LIMIT_S)"
+        raise SkippedFileError(reason) from exc
+    except (ReaderDiedError, OSError) as exc:
+        raise LoadError("the PDF reader stopped on it (out of memory?)") from exc
+    if outcome.skipped:
+        raise SkippedFileError(outcome.skipped)
+    if outcome.failed:
+        raise LoadError(outcome.failed)
+    return outcome
+
+
+def load_pdf(raw: bytes, path: Path, max_chars: int, time_limit_s: float = 30.0) -> LoadedDocument:
+    """Pages' text joined by blank lines, with the offset where each page starts; extraction stops
+    (and the file is refused) as soon as the text passes ``max_chars`` or takes ``time_limit_s``
+    (:func:`extract_pdf`): a small PDF can expand to tens of millions of characters."""
+    extracted = extract_pdf(raw, max_chars, time_limit_s)
+    pages = extracted.pages
+    if not any(page.strip() for page in pages):
         raise SkippedFileError("PDF has no extractable text (scanned images?)")
+    text, starts = joined_pages(pages)
     return LoadedDocument(
-        text=extracted.text,
+        text=text,
         title=extracted.title or path.stem,
         kind=SourceKind.PDF,
-        metadata={"pages": str(len(extracted.page_starts))},
-        page_starts=extracted.page_starts,
+        metadata={"pages": str(len(pages))},
+        page_starts=starts,
     )

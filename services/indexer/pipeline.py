@@ -25,6 +25,7 @@ from services.indexer.chunking import chunk_text
 from services.indexer.discovery import discover
 from services.indexer.loaders import LoadedDocument, LoadError, SkippedFileError, load_document, refused
 from services.indexer.manifest_diff import diff_against_manifest, document_id_for, file_sha256
+from services.indexer.refusals import Refusals
 from services.indexer.stream import BatchOutcome, PreparedFile, index_batches
 from shared.contracts import (
     MARKUP_KINDS,
@@ -36,7 +37,7 @@ from shared.contracts import (
     IndexRequest,
     ScanReport,
 )
-from shared.index_jobs import PathOutsideRootsError, allowed_roots, confine_to_roots
+from shared.index_jobs import PathOutsideRootsError, allowed_roots, confine_to_roots, refused_roots
 from shared.interfaces import Embedder, TokenSpans, VectorStore
 from shared.safe_files import RefusedFileError
 from shared.settings import Settings
@@ -62,7 +63,7 @@ def begin_scan(
     report = ScanReport(job_id=request.job_id, root=request.root)
     roots = allowed_roots(settings)
     try:
-        root = confine_to_roots(Path(request.root), roots)
+        root = confine_to_roots(Path(request.root), roots, refused_roots(settings))
         if not root.is_dir():
             raise NotADirectoryError(f"{root} is not a folder")
         found = discover(root, roots, settings.max_file_bytes, settings.max_folder_depth)
@@ -70,20 +71,28 @@ def begin_scan(
         return failed_scan(report, str(exc)), []
     current: dict[str, str] = {}
     sizes: dict[str, int] = {}
+    refusals, failed_before = Refusals.of(settings), []
     for path in found.files:
         try:
-            current[str(path)], sizes[str(path)] = file_sha256(path, settings.max_file_bytes, roots)
+            digest, size = file_sha256(path, settings.max_file_bytes, roots)
         except RefusedFileError as exc:
             found.skip(path, str(refused(exc)))
         except OSError as exc:
             found.skip(path, f"cannot read: {exc.strerror or exc}")
+        else:
+            if (refusal := refusals.recall(str(path), digest)) is None:
+                current[str(path)], sizes[str(path)] = digest, size
+            elif refusal.status == "failed":
+                failed_before.append(refusal)
+            else:
+                found.skipped.append(refusal)
     manifest = {
         uri: entry
         for uri, entry in store.manifest(str(root)).items()
         if walk_could_see(Path(uri), root, found.unseen, roots)
     }
     diff = diff_against_manifest(current, manifest)
-    seen = {result.path for result in found.skipped}
+    seen = {result.path for result in [*found.skipped, *failed_before]}
     vanished = [entry for entry in diff.deleted if entry.source_uri not in seen]
     if len(vanished) >= MIN_GUARDED_DELETIONS and len(vanished) * 2 > len(manifest) and not request.force:
         reason = (
@@ -96,7 +105,8 @@ def begin_scan(
         store.delete_document(entry.document_id)
     report.root = str(root)
     report.skipped, report.skipped_files = len(found.skipped), found.skipped
-    report.scanned = len(current) + len(found.skipped)
+    report.failures, report.failed = failed_before, len(failed_before)
+    report.scanned = len(current) + len(found.skipped) + report.failed
     report.new, report.changed = len(diff.new), len(diff.changed)
     report.unchanged, report.deleted = len(diff.unchanged), len(diff.deleted)
     report.deleted_files = [entry.source_uri for entry in diff.deleted]
@@ -221,11 +231,16 @@ def load_file(task: IndexFileTask, settings: Settings) -> LoadedDocument | Index
     try:
         roots = allowed_roots(settings)
         # The folder resolved, the name not: a file swapped for a symlink is refused by the safe open.
-        path = confine_to_roots(Path(task.path).parent, roots) / Path(task.path).name
-        return load_document(path, settings.max_file_bytes, roots, settings.max_document_chars)
-    except SkippedFileError as exc:
-        return IndexFileResult(path=task.path, status="skipped", reason=str(exc))
-    except (LoadError, PathOutsideRootsError, OSError) as exc:
+        path = confine_to_roots(Path(task.path).parent, roots, refused_roots(settings)) / Path(task.path).name
+        return load_document(
+            path, settings.max_file_bytes, roots, settings.max_document_chars, settings.pdf_time_limit_s
+        )
+    except (SkippedFileError, LoadError) as exc:  # the file's content is refused: remember it
+        status = "skipped" if isinstance(exc, SkippedFileError) else "failed"
+        result = IndexFileResult(path=task.path, status=status, reason=str(exc))
+        Refusals.of(settings).remember(result, task.content_hash)
+        return result
+    except (PathOutsideRootsError, OSError) as exc:
         reason = str(exc) if isinstance(exc, ValueError) else f"cannot read: {exc.strerror or exc}"
         return IndexFileResult(path=task.path, status="failed", reason=reason)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from shared.contracts import IndexRequest
 from shared.folder_watch import RootWatcher
-from shared.index_jobs import WatchRegistry
-from shared.settings import get_settings
+from shared.index_jobs import WatchRegistry, allowed_roots
+from shared.settings import Settings, get_settings
 from shared.tasking import enqueue_index
 
 log = logging.getLogger(__name__)
@@ -28,15 +28,25 @@ def submit_scan(root: Path) -> str:
     return job_id
 
 
+def watched_roots(registry: WatchRegistry, settings: Settings) -> list[Path]:
+    """The watched roots still allowed: a registered root replaced since (by a link or another folder)
+    is neither watched nor scanned (``shared.index_jobs``)."""
+    allowed = allowed_roots(settings)
+    folders = [Path(w.root) for w in registry.list()]
+    return [folder for folder in folders if any(folder.is_relative_to(root) for root in allowed)]
+
+
 def main() -> None:
     """The watcher service: keep every root registered through the gateway in sync."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     registry = WatchRegistry()
+    settings = get_settings()
     watcher = RootWatcher(
-        roots=lambda: [Path(w.root) for w in registry.list()],
+        roots=lambda: watched_roots(registry, settings),
         on_change=submit_scan,
         on_start=submit_scan,
-        debounce_ms=get_settings().watch_debounce_ms,
+        debounce_ms=settings.watch_debounce_ms,
+        max_folders=settings.watch_max_folders,
     )
     try:
         watcher.run()

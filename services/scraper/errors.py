@@ -41,3 +41,7 @@ class ThreadGone(ThreadError):
 
 class RequestFailed(ThreadError):
     """A request kept failing (or failed in a way retrying cannot fix)."""
+
+
+class ImportFormatError(ScraperError):
+    """An export file that cannot be imported: not the documented format, or refused to be read."""

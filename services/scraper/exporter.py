@@ -18,7 +18,7 @@ from services.scraper.fetch import fetch_thread
 from services.scraper.models import ThreadSummary
 from services.scraper.session import BrowserSession, scrape_session
 from services.scraper.thread_parse import build_thread
-from services.scraper.writer import ThreadWriter, WriteOutcome, tally
+from services.scraper.writer import SiteCount, ThreadWriter, WriteOutcome, tally
 from shared.contracts import ExportReport
 from shared.settings import Settings
 
@@ -33,7 +33,7 @@ def _no_progress(detail: str, data: dict[str, Any]) -> None:
 
 
 def counts(report: ExportReport) -> dict[str, Any]:
-    return report.model_dump(exclude={"failures", "written", "export_dir"})
+    return report.model_dump(exclude={"failures", "written", "kept_once", "export_dir"})
 
 
 class LibraryExporter:
@@ -104,9 +104,10 @@ class LibraryExporter:
             self.report.failed += 1
             self.report.failures.append(f"{label}: the thread came back without entries")
             return
-        outcome, relpath = self.writer.write(thread, listing)
+        site = SiteCount(turns=summary.query_count, complete=raw.complete)
+        outcome, relpath = self.writer.write(thread, listing, site=site)
         tally(self.report, outcome, relpath)
-        if outcome is not WriteOutcome.UNCHANGED:
+        if outcome in (WriteOutcome.NEW, WriteOutcome.CHANGED):
             self.progress(f"{outcome.value}: {relpath}", counts(self.report))
 
 

@@ -54,6 +54,8 @@ BLOCK_USE_CASES = (
 class RawThread:
     entries: list[dict[str, Any]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: The last page said ``has_next_page: false`` (not cut by the page cap or a repeated cursor).
+    complete: bool = False
 
 
 def thread_params(cursor: str | None) -> list[tuple[str, str]]:
@@ -94,7 +96,10 @@ def fetch_thread(client: PerplexityClient, ident: str) -> RawThread:
         entries, metadata, has_next, cursor = _split(payload)
         raw.entries.extend(entries)
         raw.metadata = raw.metadata or metadata
-        if not has_next or not isinstance(cursor, str) or not cursor or cursor in seen_cursors:
+        if not has_next:
+            raw.complete = True
+            break
+        if not isinstance(cursor, str) or not cursor or cursor in seen_cursors:
             break
         seen_cursors.add(cursor)
     return raw

@@ -2,9 +2,14 @@
 
 The indexer reads the front matter (title, uuid, space, url, created, updated), so every value is
 written as a JSON string, which is also valid YAML and needs no escaping rules of its own. Each turn
-is a ``##`` section: the question, the answer as written, and the numbered list of the sources its
-``[n]`` markers point at. The markers stay plain text: the indexer indexes this text as it is, and a
-URL inside a sentence would be indexed, embedded and quoted as part of it.
+is a ``##`` section: the question, the answer as written, the numbered list of the sources its
+``[n]`` markers point at, and its images and attachments as links with their captions. The markers
+stay plain text: the indexer indexes this text as it is, and a URL inside a sentence would be
+indexed, embedded and quoted as part of it.
+
+``#`` is the title and ``##`` a turn's question, nothing else: an answer's own headings (outside its
+code) are pushed two levels down, so the last ``##`` heading before any passage is the question of
+the turn the passage is in, whatever headings the answer has.
 """
 
 from __future__ import annotations
@@ -12,11 +17,13 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from services.scraper.models import Thread, Turn
+from services.scraper.models import Attachment, Thread, Turn
+from services.scraper.prose import close_fences, demote_headings
 
 # Raised whenever the rendering changes: files written in an older format are rendered again on the
 # next run, even when neither their listing nor their content moved.
-MARKDOWN_FORMAT = 2
+MARKDOWN_FORMAT = 3
+TURN_LEVEL = 2
 
 
 def _iso(value: datetime) -> str:
@@ -48,17 +55,28 @@ def _escape_link_text(text: str) -> str:
     return text.replace("[", "\\[").replace("]", "\\]")
 
 
+def _attachment(item: Attachment) -> str:
+    caption = _one_line(item.caption) or item.url
+    return (
+        f"- {item.kind}: [{_escape_link_text(caption)}]({item.url})"
+        if item.url
+        else f"- {item.kind}: {caption}"
+    )
+
+
 def render_turn(turn: Turn) -> str:
-    parts = [f"## {_one_line(turn.question)}"]
+    parts = [f"{'#' * TURN_LEVEL} {_one_line(turn.question)}"]
     if "\n" in turn.question.strip():
         parts.append("\n".join(f"> {line}" for line in turn.question.strip().splitlines()))
-    parts.append(turn.answer or "_(no answer)_")
+    parts.append(close_fences(demote_headings(turn.answer, TURN_LEVEL)) if turn.answer else "_(no answer)_")
     if turn.sources:
         listing = [
             f"{n}. [{_escape_link_text(_one_line(s.name) or s.url)}]({s.url})" if s.url else f"{n}. {s.name}"
             for n, s in enumerate(turn.sources, start=1)
         ]
         parts.append("**Sources**\n\n" + "\n".join(listing))
+    if turn.attachments:
+        parts.append("**Images and attachments**\n\n" + "\n".join(map(_attachment, turn.attachments)))
     return "\n\n".join(parts)
 
 

@@ -48,16 +48,26 @@ class Source(BaseModel):
     snippet: str = ""
 
 
+class Attachment(BaseModel):
+    """An image, media item or attached file of a turn: kept as a link with its caption."""
+
+    kind: str = Field(description="image, video, file, ...")
+    caption: str
+    url: str = ""
+
+
 class Turn(BaseModel):
     question: str
     answer: str
     sources: list[Source] = Field(default_factory=list)
+    attachments: list[Attachment] = Field(default_factory=list)
 
 
 class Thread(BaseModel):
     uuid: str
     title: str
     space: str = "General"
+    space_uuid: str | None = None
     slug: str | None = None
     url: str | None = None
     created: datetime | None = None

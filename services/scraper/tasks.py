@@ -1,5 +1,6 @@
 """Celery edge of the scraper: validate the payload, run the job, release the run lock, return the
-report. The scheduled sync (``HINDSIGHT_SCRAPE_EVERY``) starts with the worker."""
+report; read the export folder back for the library check. The scheduled sync
+(``HINDSIGHT_SCRAPE_EVERY``) starts with the worker."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from celery.signals import worker_ready
 
 from services.scraper.job import run_scrape_job
+from services.scraper.library import check_library
 from services.scraper.schedule import start_scheduled_sync
 from shared.celery_app import app
 from shared.contracts import ScrapeRequest
@@ -15,7 +17,7 @@ from shared.events import EventStream
 from shared.scrape_runs import release_lock
 from shared.settings import get_settings
 from shared.tasking import enqueue_index
-from shared.topology import SCRAPE_RUN
+from shared.topology import SCRAPE_LIBRARY_CHECK, SCRAPE_RUN
 
 
 @app.task(name=SCRAPE_RUN)
@@ -26,6 +28,12 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     finally:
         release_lock(request.job_id)
     return report.to_payload()
+
+
+@app.task(name=SCRAPE_LIBRARY_CHECK)
+def library_check() -> dict[str, Any]:
+    settings = get_settings()
+    return check_library(settings.export_root, settings.max_file_bytes).to_payload()
 
 
 @worker_ready.connect

@@ -7,8 +7,10 @@ string with ``answer`` and ``web_results``. Both are read; blocks win when prese
 In blocks, the answer is ``ask_text`` (its ``ask_text_N_markdown`` sections repeat it), else the
 ``answer`` text item of a ``workflow_root`` block (Deep Research, Computer); the sources are the
 ``web_results`` block, else the ``sources_answer_mode`` rows (numbered by their ``citation``), else
-the workflow's sources. Answers are normalised for Markdown: ``[label](pplx://...)`` app links
-become their label, and LaTeX ``\\( \\)`` / ``\\[ \\]`` become ``$ $`` / ``$$ $$``.
+the workflow's sources. Answers are normalised for Markdown, in prose only (code is kept byte for
+byte): ``[label](pplx://...)`` app links become their label, and LaTeX ``\\( \\)`` / ``\\[ \\]``
+become ``$ $`` / ``$$ $$``. Images, media items and attachments are kept (:mod:`.media`); a
+Computer sub-agent's empty stub entry is not a turn.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from services.scraper.media import entry_attachments, first_str
 from services.scraper.models import Source, Thread, ThreadSummary, Turn
+from services.scraper.prose import rewrite_prose
 
 JsonObject = dict[str, Any]
 
@@ -26,6 +30,8 @@ _SECTION_USAGE = re.compile(r"^ask_text_(\d+)_markdown$")
 _APP_LINK = re.compile(r"\[([^\]\n]*)\]\(pplx://[^)\s]*\)")
 _INLINE_MATH = re.compile(r"\\\((.+?)\\\)", re.DOTALL)
 _DISPLAY_MATH = re.compile(r"\\\[(.+?)\\\]", re.DOTALL)
+# Words of two letters or more and nothing else: no maths symbol, digit or single-letter variable.
+_PLAIN_WORDS = re.compile(r"[^\W\d_]{2,}(?:\s+[^\W\d_]{2,})*")
 _WORKFLOW_TEXT = "WORKFLOW_ITEM_TEXT"
 _WORKFLOW_SOURCES = "WORKFLOW_ITEM_SOURCES"
 _NOT_ANSWER_VARIANTS = {"thinking", "reasoning", "status"}
@@ -34,10 +40,14 @@ _MIN_PLAN_CHARS = 80
 
 
 def parse_timestamp(value: Any) -> datetime | None:
-    """ISO strings (zone-less means UTC, nanoseconds tolerated) or epoch microseconds."""
+    """ISO strings (zone-less means UTC, nanoseconds tolerated) or epoch microseconds; ``None`` for
+    anything else, including numbers no date has (NaN, infinities, 1e20)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = value / 1_000_000 if value > 10**11 else value
-        return datetime.fromtimestamp(seconds, tz=UTC)
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip().replace("Z", "+00:00")
@@ -155,11 +165,51 @@ def _block_sources(blocks: list[JsonObject]) -> list[Source]:
     return sources
 
 
+def _inline_math(match: re.Match[str]) -> str:
+    """``\\( x \\)`` as ``$x$``; brackets around plain words (``the escaped \\( and \\) match``) are
+    prose about brackets, not math, and stay as written."""
+    body = match.group(1).strip()
+    return match.group(0) if _PLAIN_WORDS.fullmatch(body) else f"${body}$"
+
+
+def _normalise_prose(prose: str) -> str:
+    prose = _APP_LINK.sub(lambda m: m.group(1), prose)
+    prose = _DISPLAY_MATH.sub(lambda m: f"$${m.group(1).strip()}$$", prose)
+    return _INLINE_MATH.sub(_inline_math, prose)
+
+
 def normalise_answer(answer: str) -> str:
-    """``[label](pplx://...)`` links become their label; LaTeX delimiters become Markdown math."""
-    answer = _APP_LINK.sub(lambda m: m.group(1), answer)
-    answer = _DISPLAY_MATH.sub(lambda m: f"$${m.group(1).strip()}$$", answer)
-    return _INLINE_MATH.sub(lambda m: f"${m.group(1).strip()}$", answer)
+    """In prose (never in code), ``[label](pplx://...)`` links become their label and LaTeX
+    delimiters become Markdown math."""
+    return rewrite_prose(answer, _normalise_prose)
+
+
+def _holds_text(value: Any, depth: int = 6) -> bool:
+    """Whether a block's payload holds any non-blank string (looked at ``depth`` levels deep)."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    if depth and isinstance(value, dict):
+        return any(_holds_text(v, depth - 1) for v in value.values())
+    if depth and isinstance(value, list):
+        return any(_holds_text(v, depth - 1) for v in value)
+    return False
+
+
+def is_stub(entry: JsonObject, turn: Turn) -> bool:
+    """An entry that only stands for a Computer sub-agent's run: its ``subagent_result`` blocks hold
+    no text, and it has no answer, sources or attachments. It is not a turn of the thread (a
+    sub-agent block that does hold text is kept as a turn, even when its answer cannot be read)."""
+    subagent = [
+        b
+        for b in entry.get("blocks") or []
+        if isinstance(b, dict) and "subagent" in str(b.get("intended_usage") or "")
+    ]
+    payloads = [{k: v for k, v in b.items() if k != "intended_usage"} for b in subagent]
+    return (
+        bool(subagent)
+        and not any(map(_holds_text, payloads))
+        and not (turn.answer or turn.sources or turn.attachments)
+    )
 
 
 def _steps(entry: JsonObject) -> list[JsonObject]:
@@ -231,7 +281,12 @@ def parse_turn(entry: JsonObject) -> Turn:
         answer = answer or text_answer
         sources = sources or text_sources
     answer = normalise_answer(answer or _plan_answer(entry))
-    return Turn(question=_question(entry, steps), answer=answer, sources=sources)
+    return Turn(
+        question=_question(entry, steps),
+        answer=answer,
+        sources=sources,
+        attachments=entry_attachments(entry, blocks),
+    )
 
 
 def _entry_key(entry: JsonObject) -> str | None:
@@ -263,13 +318,6 @@ def _entry_time(entry: JsonObject) -> datetime | None:
     return None
 
 
-def _first_str(*values: Any) -> str | None:
-    for value in values:
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
 def build_thread(
     entries: list[JsonObject], metadata: JsonObject, summary: ThreadSummary, base_url: str
 ) -> Thread:
@@ -278,23 +326,24 @@ def build_thread(
     if all(_entry_time(e) for e in entries):
         entries = sorted(entries, key=lambda e: _entry_time(e) or datetime.min.replace(tzinfo=UTC))
     first, last = (entries[0], entries[-1]) if entries else ({}, {})
-    title = _first_str(metadata.get("title"), first.get("thread_title"), summary.title) or "Untitled"
-    turns = [parse_turn(entry) for entry in entries]
+    title = first_str(metadata.get("title"), first.get("thread_title"), summary.title) or "Untitled"
+    turns = [turn for entry in entries if not is_stub(entry, turn := parse_turn(entry))]
     for index, turn in enumerate(turns):
         if not turn.question:
             turn.question = title if index == 0 else "Follow-up"
-    slug = _first_str(summary.slug, first.get("thread_url_slug"))
+    slug = first_str(summary.slug, first.get("thread_url_slug"))
     return Thread(
         uuid=summary.uuid,
         title=title,
-        space=_first_str((first.get("collection_info") or {}).get("title"), summary.space) or "General",
+        space=first_str((first.get("collection_info") or {}).get("title"), summary.space) or "General",
+        space_uuid=first_str((first.get("collection_info") or {}).get("uuid"), summary.space_uuid),
         slug=slug,
         url=f"{base_url.rstrip('/')}/search/{slug or summary.uuid}",
         created=parse_timestamp(metadata.get("created_at")) or _entry_time(first),
         updated=parse_timestamp(metadata.get("updated_at"))
         or parse_timestamp(last.get("updated_datetime"))
         or parse_timestamp(summary.last_query_datetime),
-        model=_first_str(last.get("display_model"), last.get("user_selected_model"), summary.display_model),
-        mode=_first_str(last.get("search_mode"), last.get("mode"), summary.mode),
+        model=first_str(last.get("display_model"), last.get("user_selected_model"), summary.display_model),
+        mode=first_str(last.get("search_mode"), last.get("mode"), summary.mode),
         turns=turns,
     )

@@ -9,7 +9,7 @@ it) or a last one that does not end like a sentence is left out. A sentence that
 Only the ``FACT_PASSAGES`` best-ranked passages are read (an answer that follows the ranking starts
 among them, and reading fewer files keeps the stage fast). Each sentence is scored by
 
-    score = W_MEANING * meaning + W_WORDS * words + W_RANK / (1 + rank)
+    score = W_MEANING * meaning + W_WORDS * words + W_RANK / (1 + rank) [+ W_BLOCK for a block]
 
 ``meaning`` is the cosine similarity of question and sentence under the product's own embedder, for
 the sentences of the ``EMBEDDED_PASSAGES`` best-ranked passages (at most ``MAX_EMBEDDED_SENTENCES``,
@@ -19,15 +19,21 @@ the list the synthesizer received (from 0), so the retriever's ranking is kept u
 passage answers clearly better. A sentence counts as support only when ``meaning >= MIN_MEANING`` or
 ``words >= MIN_WORDS``; below both, it is not a fact at all, and a question nothing supports gets the
 "nothing found" answer (``reduce``).
+
+For a how-to question (``command_blocks``), each code block or command of the passages is a unit too,
+quoted with the sentence that introduces it; its ``meaning`` is measured on the prose that leads to
+it (code says little to a sentence embedder), and it earns ``W_BLOCK``: the command is the answer to
+a how-to question when the prose around it is about as close as the best sentence.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from services.synthesizer.command_blocks import Block, introduced_blocks, is_how_to
 from services.synthesizer.segmentation import Sentence, segment
 from services.synthesizer.source_files import read_source
 from services.synthesizer.text_support import content_words
@@ -41,6 +47,7 @@ from shared.interfaces import Embedder
 W_MEANING = 0.7
 W_WORDS = 0.1
 W_RANK = 0.45
+W_BLOCK = 0.35
 MIN_MEANING = 0.35
 MIN_WORDS = 0.5
 FACT_PASSAGES = 10
@@ -55,40 +62,52 @@ PRONOUNS = frozenset(
 
 @dataclass(frozen=True)
 class Passage:
-    """Text to quote from, the offset of its first character in the indexed text, and its sentences;
-    the first ``leading`` of them only precede the passage (an antecedent, never a fact of their own)."""
+    """Text to quote from, the offset of its first character in the indexed text, its sentences and
+    its introduced code blocks; the first ``leading`` sentences only precede the passage (an
+    antecedent, never a fact of their own)."""
 
     text: str
     shift: int
     sentences: list[Sentence]
     leading: int = 0
+    blocks: list[Block] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Unit:
-    """A scorable quote: a sentence, with its antecedent when it opens with a pronoun."""
+    """A scorable quote: a sentence, with its antecedent when it opens with a pronoun, or a block
+    with the sentence that introduces it (``code``: the block's lines, the end of ``quote``;
+    ``context``: the prose that says what it does, what its meaning is measured on)."""
 
     candidate: Candidate
     rank: int
     start: int
     quote: str
+    code: str = ""
+    context: str = ""
 
 
-def passage_of(candidate: Candidate) -> Passage:
-    """The candidate's complete sentences, taken from its file when the file still holds the passage."""
+def passage_of(candidate: Candidate, with_blocks: bool = False) -> Passage:
+    """The candidate's complete sentences (and, ``with_blocks``, its introduced code blocks), taken
+    from its file when the file still holds the passage."""
     start, end = candidate.text_start, candidate.text_start + len(candidate.text)
     source = read_source(candidate.chunk.source_uri, candidate.chunk.kind)
     if source is not None and source.body[start:end] == candidate.text:
         every = source.body_sentences
+        near = source.body_blocks if with_blocks else []
+        blocks = [b for b in near if b.end > start and b.intro.start < end]
         inside = [i for i, s in enumerate(every) if s.end > start and s.start < end]
         if not inside:
-            return Passage(source.body, 0, [])
+            return Passage(source.body, 0, [], blocks=blocks)
         first = max(0, inside[0] - 1)
-        return Passage(source.body, 0, every[first : inside[-1] + 1], leading=inside[0] - first)
-    found = segment(candidate.text, markdown=candidate.chunk.kind in MARKUP_KINDS)
+        sentences = every[first : inside[-1] + 1]
+        return Passage(source.body, 0, sentences, leading=inside[0] - first, blocks=blocks)
+    markdown = candidate.chunk.kind in MARKUP_KINDS
+    found = segment(candidate.text, markdown)
     if candidate.text_start > 0 and found and found[0].start == 0 and not found[0].text[0].isupper():
         found = found[1:]  # begins mid-sentence: the chunk boundary cut it
-    return Passage(candidate.text, candidate.text_start, found)
+    blocks = introduced_blocks(candidate.text, found, markdown) if with_blocks else []
+    return Passage(candidate.text, candidate.text_start, found, blocks=blocks)
 
 
 def opens_with_pronoun(sentence: Sentence) -> bool:
@@ -102,11 +121,11 @@ def refers_back(sentence: Sentence, previous: Sentence, text: str) -> bool:
     return opens_with_pronoun(sentence) and previous.is_statement and same_paragraph
 
 
-def units_of(candidate: Candidate, rank: int) -> list[Unit]:
+def units_of(candidate: Candidate, rank: int, how_to: bool = False) -> list[Unit]:
     """The passage's whole statements (not headings, questions or cut lines), each with the sentence
-    it refers back to."""
-    passage = passage_of(candidate)
-    units = []
+    it refers back to; for a how-to question, its code blocks too, each with its introduction."""
+    passage = passage_of(candidate, with_blocks=how_to)
+    units = [block_unit(candidate, rank, passage, block) for block in passage.blocks]
     for index, sentence in enumerate(passage.sentences):
         whole = sentence.is_statement and sentence.is_complete
         if index < passage.leading or not whole or len(" ".join(sentence.text.split())) < MIN_SENTENCE_CHARS:
@@ -117,6 +136,12 @@ def units_of(candidate: Candidate, rank: int) -> list[Unit]:
             start = previous.start
         units.append(Unit(candidate, rank, passage.shift + start, passage.text[start : sentence.end]))
     return units
+
+
+def block_unit(candidate: Candidate, rank: int, passage: Passage, block: Block) -> Unit:
+    quote = passage.text[block.intro.start : block.end]
+    code = passage.text[block.code_start : block.end]
+    return Unit(candidate, rank, passage.shift + block.intro.start, quote, code, block.context(passage.text))
 
 
 def dense_score(candidate: Candidate) -> float:
@@ -130,7 +155,8 @@ def meanings(question: str, units: Sequence[Unit], embedder: Embedder | None) ->
     embedded = [i for i, u in enumerate(units) if u.rank < EMBEDDED_PASSAGES][:MAX_EMBEDDED_SENTENCES]
     if embedder is None or not embedded:
         return scores
-    vectors = embedder.embed_documents([question] + [" ".join(units[i].quote.split()) for i in embedded])
+    texts = [" ".join((units[i].context or units[i].quote).split()) for i in embedded]
+    vectors = embedder.embed_documents([question, *texts])
     similarities = np.asarray(vectors[1:] @ vectors[0], dtype=float)
     for i, similarity in zip(embedded, similarities, strict=True):
         scores[i] = float(similarity)
@@ -144,14 +170,15 @@ def word_share(question_words: set[str], text: str) -> float:
 def extract_facts(batch: MapBatch, embedder: Embedder | None) -> MapResult:
     """At most ``FACTS_PER_PASSAGE`` supported facts per passage, best first."""
     question_words = content_words(batch.question)
+    how_to = is_how_to(batch.question)
     ranked = enumerate(batch.candidates, start=batch.first_rank)
-    units = [u for rank, c in ranked if rank < FACT_PASSAGES for u in units_of(c, rank)]
+    units = [u for rank, c in ranked if rank < FACT_PASSAGES for u in units_of(c, rank, how_to)]
     by_passage: dict[str, list[Fact]] = {}
     for unit, meaning in zip(units, meanings(batch.question, units, embedder), strict=True):
         words = word_share(question_words, unit.quote)
         if meaning < MIN_MEANING and words < MIN_WORDS:
             continue
-        score = W_MEANING * meaning + W_WORDS * words + W_RANK / (1 + unit.rank)
+        score = W_MEANING * meaning + W_WORDS * words + W_RANK / (1 + unit.rank) + W_BLOCK * bool(unit.code)
         chunk = unit.candidate.chunk
         fact = Fact(
             text=unit.quote,
@@ -160,6 +187,7 @@ def extract_facts(batch: MapBatch, embedder: Embedder | None) -> MapResult:
             quote_start=unit.start,
             source_title=chunk.title,
             relevance=round(score, 4),
+            code=[unit.code] if unit.code else [],
         )
         by_passage.setdefault(chunk.id, []).append(fact)
     facts = [

@@ -2,12 +2,14 @@
 
 With an LLM the sentences come as schema-constrained JSON, so citations are data rather than markers
 to parse out of prose; a sentence citing no fact it was given is dropped and counted. Without one,
-the facts' own sentences are the answer.
+the facts' own sentences are the answer, and a fact quoting a code block (a how-to answer) is its
+introducing sentence followed by the block, its lines as they are in the file.
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 
 from services.synthesizer.llm_schemas import NarratorReply
@@ -25,10 +27,12 @@ LEADING_MARKUP = re.compile(r"^(?:[#>\s]|[-*+](?=\s))+")
 
 @dataclass(frozen=True)
 class Claim:
-    """One sentence of the answer and the indices (into the narrated facts) of what it cites."""
+    """One sentence of the answer and the indices (into the narrated facts) of what it cites; ``code``
+    is the block the sentence introduces, if any (its lines, common indentation removed)."""
 
     text: str
     facts: tuple[int, ...]
+    code: str = ""
 
 
 def clean_sentence(text: str) -> str:
@@ -58,24 +62,62 @@ def narrate_with_llm(question: str, facts: list[Fact], llm: LLM) -> tuple[list[C
     return claims, dropped
 
 
+def quoted_block(fact: Fact) -> tuple[str, str] | None:
+    """``(introduction, block)`` when the fact's quote ends with its one ``code`` item on lines of
+    their own (how the extractive map records a quoted code block), else ``None``."""
+    if len(fact.code) != 1 or not fact.quote.endswith(fact.code[0]):
+        return None
+    introduction = fact.quote[: len(fact.quote) - len(fact.code[0])]
+    if not introduction.strip() or not introduction.endswith("\n"):
+        return None
+    return introduction, fact.code[0]
+
+
+def extractive_claim(fact: Fact, index: int) -> Claim:
+    block = quoted_block(fact)
+    if block is None:
+        return Claim(clean_sentence(fact.quote), (index,))
+    introduction = LEADING_MARKUP.sub("", " ".join(strip_source_markers(block[0]).split()))
+    if introduction[-1] not in ".!?:":
+        introduction += ":"  # "execute the command" leads into the block
+    return Claim(introduction, (index,), textwrap.dedent(block[1]))
+
+
 def narrate_extractively(facts: list[Fact]) -> list[Claim]:
-    """Each fact's quote, in the order the facts were selected, its wrapped lines joined.
+    """Each fact's quote, in the order the facts were selected, its wrapped lines joined (a quoted
+    block's own lines kept).
 
     The quote, not the fact's wording: when an LLM's narration failed, its paraphrases are not
     trusted either, and the passage's own words need no model to be right.
     """
-    return [Claim(clean_sentence(fact.quote), (i,)) for i, fact in enumerate(facts)]
+    return [extractive_claim(fact, i) for i, fact in enumerate(facts)]
+
+
+def fenced(code: str) -> str:
+    """``code`` as a Markdown code block; a block quoted with its own fence lines stays as it is."""
+    if code.startswith(("```", "~~~")):
+        return code
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{code}\n{fence}"
 
 
 def render(claims: list[Claim], numbers: dict[int, int]) -> str:
-    """Markdown paragraphs of sentences, each ending with its ``[n]`` markers before the full stop."""
-    rendered = []
+    """Markdown paragraphs of sentences, each ending with its ``[n]`` markers before the full stop
+    (or the colon that introduces a block; the block follows as a paragraph of its own)."""
+    paragraphs, current = [], []
     for claim in claims:
         markers = "".join(f"[{numbers[i]}]" for i in claim.facts)
-        body, stop = (claim.text[:-1], claim.text[-1]) if claim.text[-1] in ".!?" else (claim.text, ".")
-        rendered.append(f"{body} {markers}{stop}")
-    paragraphs = [
-        " ".join(rendered[start : start + SENTENCES_PER_PARAGRAPH])
-        for start in range(0, len(rendered), SENTENCES_PER_PARAGRAPH)
-    ]
+        if claim.code:  # "run:", and reStructuredText's "for example::", introduce the block
+            body, stop = claim.text.rstrip(":").rstrip(), ":"
+        else:
+            body, stop = (claim.text[:-1], claim.text[-1]) if claim.text[-1] in ".!?" else (claim.text, ".")
+        current.append(f"{body} {markers}{stop}")
+        if claim.code or len(current) == SENTENCES_PER_PARAGRAPH:
+            paragraphs.append(" ".join(current))
+            current = []
+        if claim.code:
+            paragraphs.append(fenced(claim.code))
+    if current:
+        paragraphs.append(" ".join(current))
     return "\n\n".join(paragraphs)

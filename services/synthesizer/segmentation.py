@@ -7,6 +7,10 @@ languages) splits each prose block into sentences across its hard-wrapped lines,
 abbreviations ("e.g.", "Dr."), decimal numbers and list numbering. Both report positions in the
 text they were given, so every sentence is an exact ``text[start:end]`` slice: a quote a citation
 can point at character for character.
+
+A paragraph that ends with "?" or opens with a "Q." / "Q:" marker is a question (a FAQ's question
+line, which heads its answer): its sentences are not statements, even the ones that end with a full
+stop ("Q. I upgraded my system ... says "trixie/sid". Should it not read "trixie"?").
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from markdown_it import MarkdownIt
 LANGUAGE = "en"
 TRAILING_HEADING_MARKS = " \t#"
 PROSE_BLOCKS = frozenset({"paragraph_open", "heading_open"})
+CODE_BLOCKS = frozenset({"fence", "code_block"})
+QUESTION_MARKERS = ("Q.", "Q:", "Question:")
 SENTENCE_END = frozenset(".!?…")
 CLOSING_MARKS = "\"'”’)]*_"
 
@@ -32,6 +38,7 @@ class Sentence:
     text: str
     start: int
     heading: bool = False
+    question: bool = False
 
     @property
     def end(self) -> int:
@@ -39,8 +46,8 @@ class Sentence:
 
     @property
     def is_statement(self) -> bool:
-        """A claim a fact can rest on: not a heading, not a question."""
-        return not self.heading and not self.text.endswith("?")
+        """A claim a fact can rest on: not a heading, not a question nor part of one."""
+        return not self.heading and not self.question and not self.text.endswith("?")
 
     @property
     def is_complete(self) -> bool:
@@ -57,10 +64,14 @@ def block_parser(markdown: bool) -> MarkdownIt:
     return parser if markdown else parser.disable("code")
 
 
+def line_starts_of(text: str) -> list[int]:
+    return [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
+
+
 def prose_blocks(text: str, markdown: bool = True) -> list[tuple[int, int, bool]]:
     """``(start, end, is_heading)`` of every paragraph and heading of ``text``, code left out; a
     block starts where its content does, after list, quote and heading markers."""
-    line_starts = [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
+    line_starts = line_starts_of(text)
     tokens = block_parser(markdown).parse(text)
     blocks = []
     for opening, inline in itertools.pairwise(tokens):
@@ -70,6 +81,27 @@ def prose_blocks(text: str, markdown: bool = True) -> list[tuple[int, int, bool]
             start = text.find(inline.content.split("\n", 1)[0], line_starts[first], end)
             blocks.append((max(start, line_starts[first]), end, opening.type == "heading_open"))
     return blocks
+
+
+def code_blocks(text: str, markdown: bool = True) -> list[tuple[int, int]]:
+    """``(start, end)`` of every code block of ``text`` (fenced, or indented in Markdown): whole
+    lines, from the first line's start (its indentation, a fence's opening line) to the last
+    character of its last line."""
+    line_starts = line_starts_of(text)
+    spans = []
+    for token in block_parser(markdown).parse(text):
+        if token.type in CODE_BLOCKS and token.map is not None and token.content.strip():
+            first, last = token.map
+            end = line_starts[last] if last < len(line_starts) else len(text)
+            start = line_starts[first]
+            spans.append((start, start + len(text[start:end].rstrip())))
+    return spans
+
+
+def is_question(block: str) -> bool:
+    """A FAQ's question paragraph: it ends with "?" or opens with a "Q." / "Q:" marker."""
+    stripped = block.strip()
+    return stripped.rstrip(CLOSING_MARKS).endswith("?") or stripped.startswith(QUESTION_MARKERS)
 
 
 def trimmed(text: str, start: int, end: int, heading: bool) -> tuple[int, int]:
@@ -88,16 +120,23 @@ def segment(text: str, markdown: bool = True) -> list[Sentence]:
     for block_start, block_end, heading in prose_blocks(text, markdown):
         block = text[block_start:block_end]
         pieces = [(0, len(block))] if heading else boundaries(block)
+        question = not heading and is_question(block)
         for piece_start, piece_end in pieces:
             start, end = trimmed(text, block_start + piece_start, block_start + piece_end, heading)
             if end > start:
-                found.append(Sentence(text[start:end], start, heading))
+                found.append(Sentence(text[start:end], start, heading, question))
     return found
 
 
 def boundaries(block: str) -> list[tuple[int, int]]:
-    return [
-        (b["start_index"], b["end_index"])
-        for b in sentencex.get_sentence_boundaries(LANGUAGE, block)
-        if not b["is_paragraph_break"]
-    ]
+    """Sentence spans of a prose block; a break not followed by whitespace is no break: "to the
+    ./configure invocation" and "use `./jq`" go on past the full stop."""
+    spans: list[tuple[int, int]] = []
+    for found in sentencex.get_sentence_boundaries(LANGUAGE, block):
+        if found["is_paragraph_break"]:
+            continue
+        start, end = found["start_index"], found["end_index"]
+        if spans and spans[-1][1] == start and start > 0 and not block[start - 1].isspace():
+            start = spans.pop()[0]
+        spans.append((start, end))
+    return spans

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
+from services.synthesizer.command_blocks import Block, introduced_blocks
 from services.synthesizer.segmentation import Sentence, segment
 from shared.contracts import SourceKind
 from shared.markdown_source import split_front_matter
@@ -48,6 +49,11 @@ class SourceFile:
     def body_sentences(self) -> list[Sentence]:
         """The body's sentences, offsets in the body (segmented once per file version)."""
         return segment(self.body, self.markdown)
+
+    @cached_property
+    def body_blocks(self) -> list[Block]:
+        """The body's introduced code blocks and commands, offsets in the body."""
+        return introduced_blocks(self.body, self.body_sentences, self.markdown)
 
     def line_and_column(self, offset: int) -> tuple[int, int]:
         """1-based line and column of the character at ``offset`` of the file."""

@@ -125,8 +125,12 @@ def test_validation_errors_become_one_sentence_naming_the_field() -> None:
     assert detail_sentence("the question is empty") == "the question is empty"
 
 
-def test_open_gives_the_page_with_the_key_when_no_browser_can_show_it(lone_gateway: Gateway) -> None:
+def test_open_gives_the_signed_in_page_when_no_browser_can_show_it(lone_gateway: Gateway) -> None:
+    """The page to open is a private file that forwards to the page with the key (the key itself is
+    not printed again: ``tests/security/test_keys.py``)."""
     env = {k: v for k, v in lone_gateway.env.items() if k not in ("BROWSER", "DISPLAY", "WAYLAND_DISPLAY")}
     result = hindsight({**env, "PATH": str(Path(sys.executable).parent)}, "open")
     assert result.returncode == 0
-    assert f"no browser found; open {lone_gateway.url}/#key={env['HINDSIGHT_API_KEY']}" in said(result)
+    page = lone_gateway.data_dir / "run" / "open.html"
+    assert f"no browser found; open {page.as_uri()}" in said(result)
+    assert f"{lone_gateway.url}/#key={env['HINDSIGHT_API_KEY']}" in page.read_text()

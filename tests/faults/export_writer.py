@@ -3,7 +3,7 @@
 ``python -m tests.faults.export_writer EXPORT_DIR REVISION COUNT`` writes ``COUNT`` threads through
 the scraper's :class:`~services.scraper.writer.ThreadWriter`, as an export run does once it has
 fetched them. Each revision changes every thread's answer and every third thread's title (so its
-file moves), and the checkpoint is saved every ``SAVE_EVERY`` writes, as in a real run. It prints
+file moves), and the checkpoint is saved after every file written, as in a real run. It prints
 how many threads it has written after each one, so the test can kill it at a chosen point of the run
 however fast the machine is.
 """

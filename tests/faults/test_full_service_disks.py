@@ -51,6 +51,7 @@ def start_stack(redis_url: str, data_dir: Path, library: Path) -> FaultStack:
         "HINDSIGHT_ROOTS": str(library),
         "HINDSIGHT_ONNX_THREADS": "1",
         "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "100000",
+        "HINDSIGHT_READ_RATE_LIMIT_PER_MINUTE": "100000",
     }
     stack = FaultStack(redis_url, data_dir, env)
     stack.start(*(local_worker(w) for w in WORKERS if w.always_on))

@@ -79,6 +79,7 @@ def stack(
         "HINDSIGHT_MAX_FILE_BYTES": str(MAX_FILE_BYTES),
         "HINDSIGHT_ONNX_THREADS": "1",
         "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "100000",
+        "HINDSIGHT_READ_RATE_LIMIT_PER_MINUTE": "100000",
     }
     stack = FaultStack(broker.url, tmp_path_factory.mktemp("data"), env)
     try:

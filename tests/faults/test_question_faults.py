@@ -79,6 +79,7 @@ def stack(
         "HINDSIGHT_RERANK_INPUTS_PRECISE": "10",
         "HINDSIGHT_MAP_BATCH_SIZE": "5",
         "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "100000",
+        "HINDSIGHT_READ_RATE_LIMIT_PER_MINUTE": "100000",
         "HINDSIGHT_BACKPRESSURE_MAX_QUEUED": "12",
     }
     stack = FaultStack(redis_url, tmp_path_factory.mktemp("data"), env)

@@ -78,6 +78,7 @@ def stack(
         "HINDSIGHT_RERANK_INPUTS_EXHAUSTIVE": "30",
         "HINDSIGHT_MAP_BATCH_SIZE": "5",
         "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "100000",
+        "HINDSIGHT_READ_RATE_LIMIT_PER_MINUTE": "100000",
     }
     stack = FaultStack(broker.url, tmp_path_factory.mktemp("data"), env)
     try:

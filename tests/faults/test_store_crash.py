@@ -112,6 +112,7 @@ def stack(redis_url: str, tmp_path: Path) -> Iterator[FaultStack]:
         "HINDSIGHT_ONNX_THREADS": "1",
         "HINDSIGHT_INDEX_BATCH_FILES": "4",
         "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "100000",
+        "HINDSIGHT_READ_RATE_LIMIT_PER_MINUTE": "100000",
     }
     stack = FaultStack(redis_url, tmp_path / "data", env)
     try:

@@ -77,6 +77,7 @@ def gateway(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         redis_url,
         port,
         HINDSIGHT_RATE_LIMIT_PER_MINUTE="20",
+        HINDSIGHT_READ_RATE_LIMIT_PER_MINUTE="20",
         HINDSIGHT_BACKPRESSURE_MAX_QUEUED="5",
         HINDSIGHT_BACKPRESSURE_RETRY_AFTER_S="7",
         HINDSIGHT_MAX_REQUEST_BYTES="4096",

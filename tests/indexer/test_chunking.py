@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import itertools
 
-from services.indexer.chunking import chunk_text, fenced_ranges, window_spans
+from services.indexer.chunking import chunk_text, window_spans
 from shared.embedding import OnnxEmbedder
+from shared.markdown_source import fenced_ranges
 
 PROSE = " ".join(f"Sentence number {i} explains a detail of sourdough fermentation." for i in range(60))
 

@@ -77,7 +77,10 @@ def test_scan_fans_out_reports_progress_and_resyncs_incrementally(
         (docs / "note-0.md").write_text("# Note 0\n\nRewritten entirely.\n")
         (docs / "note-1.md").unlink()
         again = wait_for_report(client, send_scan(redis_url, docs))
-        assert (again.changed, again.deleted, again.unchanged, again.new) == (1, 1, 3, 1)
+        assert (again.changed, again.deleted, again.unchanged, again.new) == (1, 1, 3, 0)
+        # the corrupt PDF fails again without being read again (tests/security/test_pdf_bombs.py)
+        assert [Path(r.path).name for r in again.failures] == ["broken.pdf"] and again.failed == 1
+        assert "corrupt PDF" in (again.failures[0].reason or "")
     finally:
         stop(worker)
     store = LanceDBStore(data_dir / "store", 384)

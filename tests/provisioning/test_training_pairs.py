@@ -9,6 +9,7 @@ import pytest
 
 from bench.evalsets.catalog import SETS
 from provisioning.manuals.faqs import faq_sections
+from provisioning.manuals.files import read_text
 from provisioning.manuals.html import html_sections
 from provisioning.manuals.manpages import manpage_sections, name_line, render_manpage
 from provisioning.manuals.sections import Section
@@ -16,7 +17,6 @@ from provisioning.reranker_training.packages import (
     EVALUATION_PACKAGES,
     TRAINING_PACKAGES,
     check_disjoint,
-    read_text,
 )
 from provisioning.reranker_training.pairs import build_pairs, windows
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import import_app, scrape_app
+from cli.main import app, import_app, scrape_app
 from shared.settings import get_settings
 from testing.processes import free_port
 from tests.scraper.conftest import CHROMIUM
@@ -66,3 +66,23 @@ def test_logging_in_without_a_desktop_says_where_to_log_in_instead(
     assert result.exit_code == 1
     assert "needs a browser window you can see" in result.output
     assert str(env / "nowhere" / "state.json") in result.output
+
+
+def test_library_check_counts_threads_names_a_broken_file_and_says_when_search_cannot_run(env: Path) -> None:
+    out = env / "out"
+    CliRunner().invoke(
+        import_app, ["perplexity-export", str(data_export(env / "export.json")), "--export-dir", str(out)]
+    )
+    (out / "General" / "Broken.md").write_text("no front matter here\n")
+
+    result = CliRunner().invoke(app, ["library", "check", "--export-dir", str(out)])
+
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2
+    assert f"2 threads in {out}: 2 imported" in said
+    assert "turns as the site reported them: 2 of 2" in said
+    assert (
+        "files that did not read as a thread: 1" in said
+        and "General/Broken.md: no Perplexity front matter" in said
+    )
+    assert "Hindsight is not running" in said or "hindsight up" in said

@@ -17,6 +17,7 @@ from testing.perplexity_replay import COOKIE, ReplayServer
 from tests.scraper.test_export_browser import front_matter, section
 
 BASE = "https://www.perplexity.ai"
+MAX_BYTES = 1_000_000
 
 
 def data_export(path: Path) -> Path:
@@ -72,8 +73,8 @@ def data_export(path: Path) -> Path:
 def test_data_export_import_writes_the_scrape_layout_and_skips_on_reimport(tmp_path: Path) -> None:
     source, export_dir = data_export(tmp_path / "perplexity.json"), tmp_path / "exports"
 
-    first = write_threads(threads_from_data_export(source, BASE), export_dir)
-    second = write_threads(threads_from_data_export(source, BASE), export_dir)
+    first = write_threads(threads_from_data_export(source, BASE, MAX_BYTES), export_dir)
+    second = write_threads(threads_from_data_export(source, BASE, MAX_BYTES), export_dir)
 
     assert (first.new, second.new, second.changed, second.unchanged) == (2, 0, 0, 2)
     tea = export_dir / first.written[0]
@@ -85,12 +86,13 @@ def test_data_export_import_writes_the_scrape_layout_and_skips_on_reimport(tmp_p
     assert "## Green or black tea for caffeine?\n\nBlack tea has more [1]." in text
     assert "## And matcha?\n\nMatcha has the most." in text
     checkpoint = json.loads((export_dir / CHECKPOINT_NAME).read_text())
-    thread = threads_from_data_export(source, BASE)[0]
+    thread = threads_from_data_export(source, BASE, MAX_BYTES).threads[0]
     assert checkpoint["threads"][thread.uuid]["hash"] == content_hash(thread)
 
 
 def official_files(replay: ReplayServer, folder: Path) -> None:
-    """Download the official per-thread Markdown over real HTTP; split the long thread in two files."""
+    """Download the official per-thread Markdown over real HTTP; split the long thread in two files
+    that overlap by one turn."""
     folder.mkdir()
     with httpx.Client(base_url=replay.base_url, cookies={COOKIE: "token-ok"}) as client:
         for thread in replay.library.threads:
@@ -107,10 +109,10 @@ def official_files(replay: ReplayServer, folder: Path) -> None:
             stem = body["filename"].removesuffix(".md").replace("/", "_").replace('"', "_")
             if (folder / f"{stem}.md").exists():
                 stem = f"{stem} {thread.uuid[:4]}"
-            if len(thread.entries) > 2:
-                head, _, tail = content.partition("\n---\n")
-                (folder / f"{stem}.md").write_text(head)
-                (folder / f"{stem}(2).md").write_text(tail)
+            if len(thread.entries) > 2:  # two parts that overlap by a turn, as a long thread downloads
+                turns = content.split("\n---\n")
+                (folder / f"{stem}.md").write_text("\n---\n".join(turns[:2]))
+                (folder / f"{stem}(2).md").write_text("\n---\n".join(turns[1:]))
             else:
                 (folder / f"{stem}.md").write_text(content)
 
@@ -121,7 +123,7 @@ def test_official_markdown_import_joins_parts_and_maps_footnotes_to_sources(
     official_files(replay, tmp_path / "downloads")
     export_dir = tmp_path / "exports"
 
-    report = write_threads(threads_from_markdown_dir(tmp_path / "downloads"), export_dir)
+    report = write_threads(threads_from_markdown_dir(tmp_path / "downloads", MAX_BYTES), export_dir)
 
     assert report.new == 6
     quantum = (
@@ -139,7 +141,7 @@ def test_official_markdown_import_joins_parts_and_maps_footnotes_to_sources(
     assert "1. [https://example.org/surface](https://example.org/surface)" in first
     assert "2. [https://example.org/threshold](https://example.org/threshold)" in first
     assert "<img" not in text and "⁂" not in text and "display:none" not in text
-    again = write_threads(threads_from_markdown_dir(tmp_path / "downloads"), export_dir)
+    again = write_threads(threads_from_markdown_dir(tmp_path / "downloads", MAX_BYTES), export_dir)
     assert (again.new, again.changed, again.unchanged) == (0, 0, 6)
 
 
@@ -158,7 +160,7 @@ def test_a_rule_inside_an_answer_is_not_a_turn_boundary(tmp_path: Path) -> None:
     )
     (folder / "Rules.md").write_text(text)
 
-    (thread,) = threads_from_markdown_dir(folder)
+    (thread,) = threads_from_markdown_dir(folder, MAX_BYTES).threads
 
     assert [t.question for t in thread.turns] == ["Rules?", "Next?"]
     assert "Part one." in thread.turns[0].answer and "Part two, after a rule." in thread.turns[0].answer
@@ -177,16 +179,18 @@ def test_numbered_parts_join_their_first_file_and_a_repeated_turn_is_kept_once(
     (folder / part_name).write_text(second + "\n---\n\n" + third)
     (folder / "Chapter-1.md").write_text(official_turn(1, "Alone?", "Alone.", "https://c.example"))
 
-    threads = {t.title: t for t in threads_from_markdown_dir(folder)}
+    threads = {t.title: t for t in threads_from_markdown_dir(folder, MAX_BYTES).threads}
 
     assert sorted(threads) == ["Chapter-1", "Long"]
     assert [t.question for t in threads["Long"].turns] == ["Question 1?", "Question 2?", "Question 3?"]
 
 
-def test_data_export_keeps_the_collection_uuid_as_the_space_when_it_has_no_title(tmp_path: Path) -> None:
-    threads = threads_from_data_export(data_export(tmp_path / "export.json"), BASE)
+def test_a_space_known_only_by_its_uuid_is_named_for_it_not_by_the_raw_uuid(tmp_path: Path) -> None:
+    imported = threads_from_data_export(data_export(tmp_path / "export.json"), BASE, MAX_BYTES)
 
-    assert [t.space for t in threads] == ["General", "c-1"]
+    assert [t.space for t in imported.threads] == ["General", ""]
+    report = write_threads(imported, tmp_path / "exports")
+    assert sorted(p.split("/")[0] for p in report.written) == ["General", "Space c-1"]
 
 
 @pytest.mark.browser
@@ -194,7 +198,7 @@ def test_a_thread_both_scraped_and_imported_is_one_file(
     logged_in: Settings, replay: ReplayServer, tmp_path: Path
 ) -> None:
     official_files(replay, tmp_path / "downloads")
-    imported = threads_from_markdown_dir(tmp_path / "downloads")
+    imported = threads_from_markdown_dir(tmp_path / "downloads", MAX_BYTES)
     export_dir = logged_in.export_root
 
     first_import = write_threads(imported, export_dir)

@@ -11,14 +11,16 @@ from pathlib import Path
 import pytest
 import redis
 
+from services.scraper.imports import threads_from_data_export, write_threads
 from shared.api_keys import KeyFile
-from shared.contracts import Event
+from shared.contracts import Event, LibraryCheck
 from shared.events import EventStream
 from shared.scrape_runs import SCRAPE_LOCK_KEY
 from testing.perplexity_replay import ReplayServer
 from testing.processes import free_port, wait_for
 from tests.gateway.conftest import REPO, Gateway, hindsight_env, running_gateway
 from tests.scraper.conftest import CHROMIUM, write_state
+from tests.scraper.test_imports import data_export
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -101,3 +103,27 @@ def test_one_run_at_a_time_and_a_run_that_changed_nothing_ends_its_stream_after_
     last = scrape_done(store, second)
     assert last is not None and last.data["unchanged"] == 6 and last.data["index_queued"] is False
     assert client.get("/v1/scrape/unknown/events").status_code == 404
+
+
+def test_without_a_scrape_worker_the_library_check_says_how_to_start_one(gateway: Gateway) -> None:
+    reply = gateway.client(key_for(gateway)).get("/v1/library/perplexity")
+
+    assert reply.status_code == 503 and "hindsight up" in reply.json()["detail"]
+
+
+def test_the_library_check_route_reads_the_export_folder_back_through_the_scrape_worker(
+    gateway: Gateway, scrape_worker: None, tmp_path: Path
+) -> None:
+    export_dir = gateway.data_dir / "exports"
+    source = data_export(tmp_path / "export.json")
+    write_threads(threads_from_data_export(source, "https://www.perplexity.ai", 1_000_000), export_dir)
+    (export_dir / "General" / "Broken.md").write_text("no front matter\n")
+    client = gateway.client(key_for(gateway))
+
+    wait_for(lambda: client.get("/v1/library/perplexity").status_code == 200, 60, "a live scrape worker")
+    check = LibraryCheck.model_validate(client.get("/v1/library/perplexity").json())
+
+    assert check.by_origin == {"imported": 2} and check.turn_mismatches == []
+    assert [(t.path, t.problem) for t in check.unreadable] == [
+        ("General/Broken.md", "no Perplexity front matter (`source: perplexity`)")
+    ]

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from cli.actions import library as library_action
 from cli.actions import scrape as scrape_action
 from cli.client import GatewayClient
 from cli.local_key import client_key, ensure_local_key
@@ -142,3 +143,26 @@ def test_the_scrape_command_exports_here_and_indexes_through_the_gateway(
     request = SearchRequest(query=PLANTED_FACT, mode=SearchMode.EXACT, limit=5)
     found = stack.client.search(request, timeout_s=60).candidates
     assert any(str(export_dir) in c.chunk.source_uri for c in found)
+
+
+def test_library_check_counts_the_scraped_threads_and_finds_each_by_its_first_question(
+    stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HINDSIGHT_DATA_DIR", str(stack.settings.data_dir))
+    monkeypatch.setenv("HINDSIGHT_GATEWAY_URL", stack.settings.gateway_url)
+    monkeypatch.setenv("HINDSIGHT_REDIS_URL", stack.settings.redis_url)
+    get_settings.cache_clear()
+    try:
+        settings = scrape_action.settings_for(tmp_path / "library")
+        scrape_action.scrape(settings, headless=True)
+        check, items = library_action.library_check(
+            settings, library_action.gateway_search(settings.export_root)
+        )
+    finally:
+        get_settings.cache_clear()
+
+    said = " ".join(capsys.readouterr().out.split())
+    assert check.by_origin == {"scraped": 7} and check.unreadable == [] and check.turn_mismatches == []
+    assert len(items) == 7 and library_action.recall_and_mrr(items)[0] == 1.0
+    assert "7 threads in" in said and "turns as the site reported them: 7 of 7" in said
+    assert "Recall@5 1.00" in said

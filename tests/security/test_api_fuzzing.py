@@ -58,6 +58,7 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         **local.settings_env(),
         "HINDSIGHT_ROOTS": str(library),
         "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "100000",
+        "HINDSIGHT_READ_RATE_LIMIT_PER_MINUTE": "100000",
         "HINDSIGHT_ONNX_THREADS": "1",
     }
     try:

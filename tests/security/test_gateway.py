@@ -7,6 +7,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import runpy
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import redis
 
 from services.gateway.security import InlineBlocks, source_hashes
 from shared.api_keys import KeyFile
+from shared.events import EventStream
 from testing.processes import free_port, wait_for
 from tests.gateway.conftest import REPO, Gateway, hindsight_env, running_gateway
 
@@ -39,6 +41,7 @@ def gateway(redis_url: str, library: Path, tmp_path_factory: pytest.TempPathFact
         HINDSIGHT_ROOTS=str(library), HINDSIGHT_MAX_STREAMS_PER_KEY="2",
         HINDSIGHT_JOB_SOFT_TIME_LIMIT_S="1", HINDSIGHT_JOB_TIME_LIMIT_S="2",
         HINDSIGHT_RATE_LIMIT_PER_MINUTE="1000", HINDSIGHT_SEARCH_TIMEOUT_S="1",
+        HINDSIGHT_GATEWAY_HEAD_TIMEOUT_S="1",
     )  # fmt: skip
     with running_gateway(env, data_dir) as running:
         yield running
@@ -113,6 +116,51 @@ def test_a_garbage_last_event_id_replays_the_stream_instead_of_cutting_it(
             lines = list(stream.iter_lines())
         assert stream.status_code == 200
         assert "event: index" in lines, resume  # the stream ran to its (failed) end
+
+
+def test_a_far_future_last_event_id_on_a_finished_stream_ends_it_at_once(
+    api: httpx.Client, gateway: Gateway, library: Path
+) -> None:
+    """F13: resuming past the end of a finished stream closes it at once, with no event (before, it
+    stayed open until the idle limit, ~20 minutes for a question, then sent a made-up failure)."""
+    job = api.post("/v1/index", json={"root": str(library)}).json()
+    events = EventStream(job["job_id"], client=redis.Redis.from_url(gateway.env["HINDSIGHT_REDIS_URL"]))
+    events.emit("index", "done", "indexed")
+    for resume in ("18446744073709551615-18446744073709551615", "99999999999999-0"):
+        started = time.monotonic()
+        with api.stream("GET", job["events_url"], headers={"Last-Event-ID": resume}, timeout=10) as stream:
+            lines = list(stream.iter_lines())
+        assert stream.status_code == 200 and not any(line.startswith("data:") for line in lines), lines
+        assert time.monotonic() - started < 1.5
+    with api.stream("GET", job["events_url"], timeout=10) as stream:  # from the start: the whole stream
+        assert "event: index" in list(stream.iter_lines())
+
+
+def test_a_scrape_flag_that_is_not_a_boolean_gets_422(api: httpx.Client) -> None:
+    """Schemathesis's ST201 case: ``{"refetch_all": 0}`` was taken for ``false``."""
+    for value in (0, 1, "false", "yes", None):
+        response = api.post("/v1/scrape", json={"refetch_all": value})
+        assert response.status_code == 422, (value, response.text)
+        assert response.json()["detail"][0]["loc"][-1] == "refetch_all"
+
+
+def test_connections_that_never_finish_their_request_head_are_closed(gateway: Gateway, key: str) -> None:
+    """Slowloris: silent connections and half-sent heads are closed after the head timeout (1 s
+    here), while a complete request on a kept-alive connection is answered as before."""
+    port = int(gateway.url.rsplit(":", 1)[1])
+    partial = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+    held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(40)]
+    for number, connection in enumerate(held):
+        if number % 2:
+            connection.sendall(partial)
+    time.sleep(2)
+    for connection in held:
+        assert connection.recv(1) == b"", "the server kept a connection that sent no whole head"
+        connection.close()
+    with gateway.client(key) as api:
+        assert api.get("/v1/questions/none").status_code == 404
+        time.sleep(0.2)
+        assert api.get("/v1/questions/none").status_code == 404  # the same kept-alive connection
 
 
 def test_a_body_that_is_not_utf8_gets_422(api: httpx.Client) -> None:

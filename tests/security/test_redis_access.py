@@ -10,26 +10,20 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 import redis
 from celery import Celery
 
-from cli.local_stack import LocalStack, ProcessSpec, redis_answers, redis_spec, wait_until
+from cli.local_stack import LocalStack, ProcessSpec, redis_answers, redis_socket, redis_spec, wait_until
+from shared.redis_auth import celery_url
 from shared.settings import Settings
 from shared.topology import INDEX_SCAN
 from testing.processes import free_port
 from tests.conftest import REPO
+from tests.security.outsider import as_nobody
 
 pytestmark = pytest.mark.integration
-
-
-def as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
-    """``argv`` run as the unprivileged ``nobody`` user."""
-    return subprocess.run(
-        ["runuser", "-u", "nobody", "--", *argv], capture_output=True, text=True, timeout=30
-    )
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +44,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalStack
 
 
 def test_redis_refuses_a_local_user_without_the_password(stack: tuple[LocalStack, dict[str, str]]) -> None:
-    port = str(urlparse(stack[1]["HINDSIGHT_REDIS_URL"]).port)
+    """``nobody`` cannot even reach the socket (mode 0700 in a 0700 folder); root, who can, still
+    needs the password."""
+    socket = str(redis_socket(stack[0].settings))
     for command in (["PING"], ["RPUSH", "index", "{}"], ["GET", "hindsight:answer:x"], ["FLUSHALL"]):
-        reply = as_nobody("redis-cli", "-p", port, *command)
-        assert "NOAUTH" in reply.stdout + reply.stderr, command
-    guessed = as_nobody("redis-cli", "-p", port, "--user", "default", "--pass", "", "PING")
+        reply = as_nobody("redis-cli", "-s", socket, *command)
+        assert "Permission denied" in reply.stdout + reply.stderr, command
+        direct = subprocess.run(["redis-cli", "-s", socket, *command], capture_output=True, text=True)
+        assert "NOAUTH" in direct.stdout + direct.stderr, command
+    guessed = subprocess.run(
+        ["redis-cli", "-s", socket, "--user", "default", "--pass", "", "PING"], capture_output=True, text=True
+    )
     assert "PONG" not in guessed.stdout
 
 
@@ -111,7 +111,7 @@ def test_a_worker_serves_tasks_through_the_password_and_never_logs_their_results
          "--loglevel", "INFO"],
     )  # fmt: skip
     local.start(worker, env)
-    app = Celery("sec", broker=url, backend=url)
+    app = Celery("sec", broker=celery_url(url), backend=celery_url(url))
     wait_until(lambda: bool(app.control.inspect(timeout=1).active_queues()), 60, "the worker")
     missing = str(tmp_path / "no-such-folder-SECRET-NAME")
     report = app.send_task(INDEX_SCAN, args=[{"job_id": "sec-1", "root": missing}], queue="index").get(

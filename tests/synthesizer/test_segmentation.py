@@ -66,3 +66,28 @@ def test_an_indented_paragraph_is_prose_in_plain_text_and_code_in_markdown() -> 
 
     assert plain == ["If you have built private packages, you can serve them\n    with apt.", "It is easy."]
     assert markdown == []
+
+
+def test_a_full_stop_inside_a_word_does_not_end_the_sentence() -> None:
+    # jq's README (tests/fixtures/howto/jq-README): "./configure" opens a line.
+    text = "To build without bison or flex, add `--disable-maintainer-mode` to the\n./configure invocation:\n"
+
+    assert [s.text for s in segment(text)] == [text.strip()]
+
+
+def test_every_sentence_of_a_faq_question_paragraph_is_a_question_not_a_statement() -> None:
+    # base-files' FAQ (tests/fixtures/howto/base-files-README)
+    text = (
+        "Q. I upgraded my system to the testing distribution and now my /etc/issue\n"
+        'says "trixie/sid". Should it not read "trixie" or "testing"?\n\n'
+        "A. That would be nice, but it is not possible because of the way the\n"
+        "testing distribution works.\n"
+    )
+
+    sentences = segment(text, markdown=False)
+
+    assert [s.is_statement for s in sentences if s.text.startswith(("Q.", "Should", "That"))] == [
+        False,
+        False,
+        True,
+    ]

@@ -78,6 +78,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         port,
         COLUMNS="200",
         HINDSIGHT_RATE_LIMIT_PER_MINUTE="6000",
+        HINDSIGHT_READ_RATE_LIMIT_PER_MINUTE="6000",
         HINDSIGHT_ROOTS=str(library),  # the page may index any folder of the library
     )
     try:

@@ -1,15 +1,20 @@
 """The web page in real Chromium at 1280 and 390 px against the real local stack: the answer first,
 its sources and stage summary, history and permalinks, copy, search with filters, the library, dark
 mode, a clickable ``[n]`` on a phone, a question with no worker to take it, a wrong key, a follow-up
-in a conversation's thread, and an answer saved as a note."""
+in a conversation's thread, an answer saved as a note, and a how-to answer's command as a code block."""
 
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from services.scraper.imports import threads_from_data_export, write_threads
+from tests.conftest import REPO, run_hindsight
+from tests.scraper.test_imports import data_export
 from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -267,3 +272,42 @@ def test_save_as_note_writes_the_answer_with_links_to_the_cited_lines(browser: B
         "1. [Sourdough notes — " in text
         and "sourdough.md:3](../samples/notes/sourdough.md#L3) (quote found in file)" in text
     )
+
+
+def test_a_how_to_answer_shows_the_command_as_a_code_block(browser: Browser, stack: Stack) -> None:
+    # jq's README from Debian's jq package (tests/fixtures/howto/SOURCES.md), indexed as Markdown.
+    folder = stack.library / "howto"
+    folder.mkdir()
+    shutil.copyfile(REPO / "tests" / "fixtures" / "howto" / "jq-README", folder / "jq-README.md")
+    run_hindsight(stack.env, "index", str(folder))
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["phone"])
+
+    ask(page, "How do I build jq from source?")
+
+    code = page.locator("#answer pre code").first
+    expect(code).to_contain_text("make")
+    assert "```" not in page.locator("#answer").inner_text()
+    expect(page.locator("#answer a.cite").first).to_have_text("[1]")
+    screenshot(page, "how-to-answer-phone")
+    assert no_sideways_scroll(page)
+
+
+def test_the_library_panel_checks_the_perplexity_export_folder(browser: Browser, stack: Stack) -> None:
+    exports = Path(stack.env["HINDSIGHT_DATA_DIR"]) / "exports"
+    source = data_export(exports.parent / "perplexity-data-request.json")
+    write_threads(threads_from_data_export(source, "https://www.perplexity.ai", 1_000_000), exports)
+    (exports / "General" / "Broken.md").write_text("no front matter\n")
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["phone"])
+
+    page.click("#perplexity-check-start")
+
+    expect(page.locator("#perplexity-check-summary")).to_have_text(
+        "2 threads: 2 imported · turns as the site reported them: 2 of 2 · "
+        "files that did not read as a thread: 1",
+        timeout=60_000,
+    )
+    expect(page.locator("#perplexity-check-issues li")).to_have_text(
+        ["General/Broken.md: no Perplexity front matter (`source: perplexity`)"]
+    )
+    assert no_sideways_scroll(page)
+    screenshot(page, "perplexity-library-check-phone")

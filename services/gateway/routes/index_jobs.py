@@ -25,7 +25,7 @@ from services.gateway.schemas import (
 from services.gateway.streaming import STREAM_START, LastEventId, event_stream, last_written
 from shared.contracts import IndexRequest, ScanReport
 from shared.events import index_report_key
-from shared.index_jobs import allowed_roots, read_progress
+from shared.index_jobs import read_progress
 from shared.tasking import enqueue_index
 from shared.topology import INDEX_QUEUES
 
@@ -36,7 +36,7 @@ router = APIRouter(prefix="/v1/index", tags=["index"])
     "", status_code=status.HTTP_202_ACCEPTED, response_model=IndexAccepted, responses=error_responses(403)
 )
 async def index(body: IndexStart, request: Request, client: RedisDep, settings: SettingsDep) -> IndexAccepted:
-    root = confined_folder(body.root, allowed_roots(settings))
+    root = confined_folder(body.root, settings)
     await enforce_backpressure(request, client, INDEX_QUEUES, settings)
     job_id = uuid.uuid4().hex
     await track(client, "i", job_id, settings.event_ttl_s)

@@ -1,4 +1,7 @@
-"""``/v1/library``: the folders Hindsight knows, for the page's library panel and ``hindsight status``.
+"""``/v1/library``: the folders Hindsight knows, for the page's library panel and ``hindsight status``;
+``/v1/library/perplexity``: the Perplexity export folder read back by the scrape worker (threads by
+origin, turns against what the site reported, files that do not read as a thread), the panel's
+side of ``hindsight library check``.
 
 A folder is known once it was indexed through ``POST /v1/index`` (which records the job) or is
 watched. Each entry has its last job's report: how many documents the folder holds, what changed,
@@ -13,17 +16,22 @@ import time
 from pathlib import Path
 from typing import Annotated, cast
 
-from fastapi import APIRouter, Query, status
+from celery.exceptions import TimeoutError as CeleryTimeoutError
+from fastapi import APIRouter, HTTPException, Query, status
 
 from services.gateway.deps import RedisDep, SettingsDep
-from services.gateway.schemas import IndexJobStarted, LibraryFolder
-from shared.contracts import ScanReport
+from services.gateway.schemas import IndexJobStarted, LibraryFolder, error_responses
+from services.gateway.worker_census import census
+from services.gateway.workflow import run_library_check
+from shared.contracts import LibraryCheck, ScanReport
 from shared.events import index_report_key
 from shared.index_jobs import WATCHED_ROOTS_KEY
+from shared.topology import Queue
 
 router = APIRouter(prefix="/v1", tags=["indexing"])
 JOBS_KEY = "hindsight:library:jobs"  # hash: folder -> its latest index job (id, when it started)
 REPORTS_KEY = "hindsight:library:reports"  # hash: folder -> its latest finished job's ScanReport
+LIBRARY_CHECK_TIMEOUT_S = 20.0
 
 
 async def record_index_job(client: RedisDep, root: str, job_id: str) -> None:
@@ -81,3 +89,22 @@ async def forget_folder(root: Annotated[str, Query(min_length=1)], client: Redis
     for key in (JOBS_KEY, REPORTS_KEY, WATCHED_ROOTS_KEY):
         pipe.hdel(key, root)
     await pipe.execute()
+
+
+@router.get("/library/perplexity", response_model=LibraryCheck, responses=error_responses(503, 504))
+async def perplexity_library() -> LibraryCheck:
+    """Every file of the Perplexity export folder read back: origin, turns against the site's
+    count, or why it does not read as a thread. The known-item search is ``hindsight library check``."""
+    if await census.without_worker((Queue.SCRAPE,)):  # a read: never queued for a worker to come
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "no scrape worker is running to read the export folder: `hindsight up` starts one "
+            "(in Docker, the `scraper` service)",
+        )
+    try:
+        return await asyncio.to_thread(run_library_check, LIBRARY_CHECK_TIMEOUT_S)
+    except CeleryTimeoutError as exc:
+        raise HTTPException(
+            status.HTTP_504_GATEWAY_TIMEOUT,
+            f"the scrape worker did not answer in {LIBRARY_CHECK_TIMEOUT_S:g} s (a scrape may be running)",
+        ) from exc

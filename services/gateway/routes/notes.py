@@ -13,7 +13,6 @@ from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.history import asked_question, stored_answer
 from services.gateway.paths import confined_folder
 from services.gateway.schemas import NoteRequest, NoteSaved, QuestionId, error_responses
-from shared.index_jobs import allowed_roots
 from shared.notes import save_note
 
 router = APIRouter(prefix="/v1/questions", tags=["questions"])
@@ -28,7 +27,7 @@ router = APIRouter(prefix="/v1/questions", tags=["questions"])
 async def save_as_note(
     question_id: QuestionId, body: NoteRequest, client: RedisDep, settings: SettingsDep
 ) -> NoteSaved:
-    folder = confined_folder(body.folder, allowed_roots(settings))
+    folder = confined_folder(body.folder, settings)
     answer = await stored_answer(client, question_id)
     asked = await asked_question(client, question_id)
     if answer is None or asked is None:

@@ -14,7 +14,7 @@ import asyncio
 import uuid
 
 from fastapi import APIRouter, HTTPException, Request, status
-from pydantic import BaseModel
+from pydantic import BaseModel, StrictBool
 from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.deps import RedisDep, SettingsDep
@@ -32,7 +32,8 @@ INDEX_STAGE = "index"
 
 
 class ScrapeStart(BaseModel):
-    refetch_all: bool = False
+    # Strict: ``0``, ``"yes"`` or ``"false"`` are not booleans (a lax bool took ``0`` for ``false``).
+    refetch_all: StrictBool = False
 
 
 class ScrapeAccepted(BaseModel):

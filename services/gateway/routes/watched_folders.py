@@ -18,7 +18,7 @@ from services.gateway.paths import confined_folder
 from services.gateway.schemas import FolderPath, WatchStart, error_responses
 from shared.contracts import WatchedRoot
 from shared.events import redis_client
-from shared.index_jobs import WatchRegistry, allowed_roots
+from shared.index_jobs import WatchRegistry
 
 router = APIRouter(prefix="/v1", tags=["indexing"])
 
@@ -34,7 +34,7 @@ RegistryDep = Annotated[WatchRegistry, Depends(watch_registry)]
     "/watch", status_code=status.HTTP_201_CREATED, response_model=WatchedRoot, responses=error_responses(403)
 )
 async def watch_root(body: WatchStart, registry: RegistryDep, settings: SettingsDep) -> WatchedRoot:
-    folder = confined_folder(body.root, allowed_roots(settings))
+    folder = confined_folder(body.root, settings)
     return await asyncio.to_thread(registry.add, folder)
 
 

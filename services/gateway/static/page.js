@@ -126,7 +126,7 @@ function showError(id, error) {
 }
 
 function clearErrors() {
-  for (const id of ["ask-error", "search-error", "index-error"]) $(id).hidden = true;
+  for (const id of ["ask-error", "search-error", "index-error", "perplexity-check-error"]) $(id).hidden = true;
 }
 
 function fileName(uri) {
@@ -765,6 +765,40 @@ async function indexFolder(root, watch) {
 $("index-form").addEventListener("submit", (e) => {
   e.preventDefault();
   indexFolder($("index-root").value.trim(), $("index-watch").checked);
+});
+
+// ---------- Perplexity library check (the files; `hindsight library check` also asks each thread) ----------
+
+function checkSummary(check) {
+  const readable = check.threads.filter((t) => t.problem === null);
+  const origins = {};
+  for (const t of readable) origins[t.origin] = (origins[t.origin] || 0) + 1;
+  const byOrigin = Object.keys(origins).sort().map((o) => `${origins[o]} ${o}`).join(", ") || "none";
+  const differ = readable.filter((t) => (t.site_turns !== null && t.turns !== t.site_turns) || t.site_complete === false);
+  return {
+    text: `${counted(readable.length, "thread")}: ${byOrigin} · turns as the site reported them: ` +
+      `${readable.length - differ.length} of ${readable.length} · files that did not read as a thread: ` +
+      `${check.threads.length - readable.length}`,
+    issues: [
+      ...differ.map((t) => `${t.path}: ${t.turns} turns, the site listed ${t.site_turns}`),
+      ...check.threads.filter((t) => t.problem !== null).map((t) => `${t.path}: ${t.problem}`),
+    ],
+  };
+}
+
+$("perplexity-check-start").addEventListener("click", async () => {
+  clearErrors();
+  const summary = $("perplexity-check-summary"), issues = $("perplexity-check-issues");
+  summary.textContent = "reading the export folder…";
+  issues.replaceChildren();
+  try {
+    const result = checkSummary(await (await api("/v1/library/perplexity")).json());
+    summary.textContent = result.text;
+    for (const issue of result.issues) issues.append(element("li", { class: "error" }, issue));
+  } catch (error) {
+    summary.textContent = "";
+    showError("perplexity-check-error", error);
+  }
 });
 
 // ---------- start ----------
