@@ -14,19 +14,9 @@ QUOTE = "innodb_log_file_size is the size in bytes of each log file in a log gro
 
 def wrong_answer(relevance: Relevance | None) -> Answer:
     citation = Citation(
-        number=1,
-        document_id="d",
-        chunk_id="c",
-        title="MySQL manual",
-        source_uri="/docs/mysql.txt",
-        char_start=0,
-        char_end=len(QUOTE),
-        line=12,
-        quote=QUOTE,
-        verified=True,
-        rank=1,
-        rerank_score=-3.21,
-    )
+        number=1, document_id="d", chunk_id="c", title="MySQL manual", source_uri="/docs/mysql.txt",
+        char_start=0, char_end=len(QUOTE), line=12, quote=QUOTE, verified=True, rank=1, rerank_score=-3.21,
+    )  # fmt: skip
     verdict = Verdict(sentence=QUOTE, citations=[1], supported=True, score=1.0, method="lexical")
     return Answer(
         question_id="q",
