@@ -89,6 +89,9 @@ def print_check(check: LibraryCheck) -> None:
 
 
 def print_known_items(items: list[KnownItem]) -> None:
+    if not items:
+        console.print("known-item search: no thread to ask (scrape or import your library first)")
+        return
     recall, mrr = recall_and_mrr(items)
     console.print(
         f"known-item search (each thread's first question): Recall@{TOP_SOURCES} {recall:.2f}, "
