@@ -33,6 +33,12 @@ class EmbedderError(RuntimeError):
     """The embedding server failed, refused, or answered vectors of the wrong shape."""
 
 
+class DegenerateVectorsError(EmbedderError):
+    """The server answered an all-zero or non-finite vector: it carries no meaning and would be stored
+    as if it did. Real Ollama 0.5.7 does this for some inputs right after loading a model, so the call
+    is retried like a server error before this is raised."""
+
+
 def provisioned_tokenizer_path(settings: Settings) -> Path:
     """``bert-base-uncased`` word pieces: the provisioned embedder's tokenizer (same vocabulary)."""
     path = settings.embedder_dir / TOKENIZER_FILE
@@ -110,6 +116,9 @@ class OllamaEmbedder:
             except (httpx.TransportError, ConnectionError) as exc:
                 if attempt == self._retries:
                     raise EmbedderError(f"Ollama unreachable after {attempt + 1} attempts: {exc}") from exc
+            except DegenerateVectorsError:
+                if attempt == self._retries:
+                    raise
             time.sleep(self._backoff_s * 2**attempt)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -118,5 +127,11 @@ class OllamaEmbedder:
         if vectors.shape != (expected, self.dimension):
             raise EmbedderError(
                 f"Ollama returned vectors of shape {vectors.shape}, expected ({expected}, {self.dimension})"
+            )
+        degenerate = np.flatnonzero(~np.isfinite(vectors).all(axis=1) | ~vectors.any(axis=1))
+        if degenerate.size:
+            raise DegenerateVectorsError(
+                f"Ollama returned {degenerate.size} all-zero or non-finite vector(s) of {expected} "
+                f"from {self._model} (inputs {degenerate.tolist()[:5]}); they are not stored"
             )
         return unit_rows(vectors)

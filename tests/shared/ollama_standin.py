@@ -2,7 +2,8 @@
 
 It answers deterministic vectors derived from each input's text, records every request, and can be
 told to fail the next requests with 5xx, to refuse with 404 (model not pulled), to stall past the
-client's timeout, or to keep failing for inputs containing a marker word.
+client's timeout, to keep failing for inputs containing a marker word, or to answer an all-zero row
+in its next replies (as real Ollama 0.5.7 did in 2 of 8 two-input calls after a fresh model load).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class OllamaStandIn:
     refuse: bool = False
     stall_s: float = 0.0
     poison_word: str | None = None
+    zero_rows_next: int = 0
     requests: list[dict[str, object]] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
 
@@ -79,4 +81,7 @@ class OllamaStandIn:
         if self.poison_word and any(self.poison_word in str(text) for text in inputs):
             return 500, {"error": "llama runner process has terminated"}
         vectors = [standin_vector(str(text), self.dimension) for text in inputs]
+        if self.zero_rows_next > 0:
+            self.zero_rows_next -= 1
+            vectors[-1] = [0.0] * self.dimension
         return 200, {"model": body["model"], "embeddings": vectors}

@@ -92,6 +92,21 @@ def test_wrong_dimension_is_an_error() -> None:
         embedder_for(standin).embed_documents(["one"])
 
 
+def test_an_all_zero_row_after_a_model_load_is_asked_again_and_never_returned() -> None:
+    with OllamaStandIn(zero_rows_next=1) as standin:
+        vectors = embedder_for(standin).embed_documents(["one", "two"])
+        assert len(standin.requests) == 2
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+
+
+def test_all_zero_rows_that_persist_are_refused_with_a_clear_error() -> None:
+    with (
+        OllamaStandIn(zero_rows_next=10) as standin,
+        pytest.raises(EmbedderError, match="all-zero or non-finite"),
+    ):
+        embedder_for(standin).embed_documents(["one", "two"])
+
+
 def test_token_spans_are_bert_word_pieces_for_chunk_sizing() -> None:
     with OllamaStandIn() as standin:
         embedder = embedder_for(standin)
