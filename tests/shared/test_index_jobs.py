@@ -3,8 +3,12 @@ batch is delivered."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pytest
 import redis
 
+from shared import index_jobs
 from shared.contracts import IndexFileResult
 from shared.index_jobs import ProgressTracker, read_progress
 
@@ -24,6 +28,22 @@ def test_a_file_recorded_again_by_a_redelivered_batch_is_counted_once(redis_env:
     progress = tracker.record(IndexFileResult(path="/docs/c.md", status="indexed", chunks=2))
     assert (progress.done, progress.chunks, progress.current) == (3, 6, "/docs/c.md")
     assert tracker.start(1).done == 0 and tracker.record(batch[0]).done == 1, "a new start counts afresh"
+
+
+def test_the_eta_counts_from_the_first_file_done_not_from_a_slow_start(
+    redis_env: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = iter([100.0, 100.0, 110.0, 110.0, 111.0, 111.0, 112.0, 112.0])  # each write, then its read
+    monkeypatch.setattr(index_jobs, "time", SimpleNamespace(time=lambda: next(clock)))
+    tracker = ProgressTracker("job-eta", redis_env)
+    tracker.start(total=12)  # t=100: the worker then loads its model for 10 s
+
+    first = tracker.record(IndexFileResult(path="/d/1.md", status="indexed", chunks=1))  # t=110
+    assert first.eta_s is None and first.rate_files_per_s == 0
+    tracker.record(IndexFileResult(path="/d/2.md", status="indexed", chunks=1))  # t=111
+    third = tracker.record(IndexFileResult(path="/d/3.md", status="indexed", chunks=1))  # t=112
+
+    assert third.rate_files_per_s == 1.0 and third.eta_s == 9.0  # not 9 files at 3 per 12 s: 36 s
 
 
 def test_progress_reports_files_done_rate_and_eta(redis_env: redis.Redis) -> None:
