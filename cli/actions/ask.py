@@ -100,7 +100,10 @@ def follow_question(
     client: GatewayClient, question_id: str, progress: QuestionProgress, quiet: bool, stages: bool
 ) -> Answer | None:
     """The question's answer once its stream ends; with ``stages`` (and not ``quiet``) each stage's
-    event is printed as it finishes. A failure is printed (to stderr when ``quiet``) and gives ``None``."""
+    event is printed as it finishes. A failure is printed (to stderr when ``quiet``) and gives ``None``.
+    What the question waits for is on the spinner in a terminal; piped or redirected, it is a line on
+    stderr, once each time it changes."""
+    waited_for = ""
     with console.status("understanding the question…") as spinner:
         for event in client.question_events(question_id):
             if event.stage == TERMINAL_STAGE and event.status == "done":
@@ -110,6 +113,9 @@ def follow_question(
                 return None
             if event.stage == WAITING_STAGE:
                 spinner.update(f"{shown(event.detail)} (Ctrl-C cancels)")
+                if not console.is_terminal and event.detail != waited_for:  # no spinner to show it
+                    error_console.print(f"{shown(event.detail)} (Ctrl-C cancels)", soft_wrap=True)
+                waited_for = event.detail
                 continue
             progress.record(event)
             if stages and not quiet:
