@@ -215,6 +215,18 @@ def test_a_question_waiting_for_a_worker_says_so_and_can_be_cancelled(
     expect(page.locator("#history li").first).to_contain_text("no questions yet")
 
 
+def test_slash_puts_the_cursor_in_the_question_box_but_types_a_slash_in_a_field(
+    browser: Browser, stack: Stack
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    page.locator("h1").first.click()
+    page.keyboard.press("/")
+    expect(page.locator("#question")).to_be_focused()
+    expect(page.locator("#question")).to_have_value("")
+    page.keyboard.type("rye/wheat")
+    expect(page.locator("#question")).to_have_value("rye/wheat")
+
+
 def test_a_wrong_key_is_reported_as_soon_as_the_page_opens(browser: Browser, stack: Stack) -> None:
     page = open_page(browser, f"{stack.url}/#key=hs_not-a-valid-key", WIDTHS["desktop"])
     banner = page.locator("#key-problem")

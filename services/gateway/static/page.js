@@ -803,6 +803,14 @@ $("perplexity-check-start").addEventListener("click", async () => {
 
 // ---------- start ----------
 
+// "/" anywhere but in a field puts the cursor in the question box, as on most search pages.
+document.addEventListener("keydown", (e) => {
+  const typing = e.target.closest("input, textarea, select, [contenteditable]");
+  if (e.key !== "/" || typing || e.ctrlKey || e.metaKey || e.altKey) return;
+  e.preventDefault();
+  $("question").focus();
+});
+
 $("api-key").addEventListener("change", async () => {
   localStorage.setItem("hindsight-key", $("api-key").value.trim());
   if (await checkKey()) loadLibrary();
