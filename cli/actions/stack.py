@@ -15,18 +15,35 @@ from rich.table import Table
 from cli.client import GatewayError, default_client, refuse_foreign_gateway, transport_failure
 from cli.console import console, counted, shown
 from cli.local_key import client_key, ensure_local_key
-from cli.local_stack import LocalStack, wait_until
+from cli.local_stack import LocalStack, StackError, wait_until
 from shared.contracts import RerankerStatus, ScanReport
+from shared.embedding import MODEL_FILE, TOKENIZER_FILE
 from shared.safe_files import write_private
-from shared.settings import get_settings
+from shared.settings import Settings, get_settings
 from shared.topology import REQUIRED_QUEUES
 
 READY_TIMEOUT_S = 120
 
 
+def missing_embedder(settings: Settings) -> str | None:
+    """Why the workers could not embed, or None: the ONNX embedder's model (or, for Ollama, the
+    tokenizer that sizes chunks) must be provisioned in the models folder this data folder uses."""
+    needed = settings.embedder_dir / (MODEL_FILE if settings.embedder == "onnx" else TOKENIZER_FILE)
+    if needed.exists():
+        return None
+    return (
+        f"no embedder at {settings.embedder_dir} ({needed.name} is missing): run `hindsight models prepare` "
+        "with the same HINDSIGHT_DATA_DIR, or set HINDSIGHT_MODELS_DIR to a models folder that has it"
+    )
+
+
 def start_stack(wait: bool = True) -> None:
-    """Start the local processes; with ``wait``, until every queue has a live worker."""
+    """Start the local processes; with ``wait``, until every queue has a live worker. Refused, before
+    anything starts, when the embedder is not provisioned (indexing and search would fail)."""
     settings = get_settings()
+    missing = missing_embedder(settings)
+    if missing:
+        raise StackError(missing)
     warn_if_root()
     created = settings.gateway_auth == "keys" and ensure_local_key(settings)
     if created:
@@ -130,6 +147,8 @@ def show_status() -> None:
     processes = LocalStack(settings).running()
     table.add_row("local processes", ", ".join(f"{n} ({p})" for n, p in processes.items()) or "none")
     table.add_row("answers", llm_mode(settings.llm))
+    missing = missing_embedder(settings)
+    table.add_row("embedder", f"[red]{shown(missing)}[/red]" if missing else str(settings.embedder_dir))
     client = default_client()
     try:
         health = client.health()

@@ -65,6 +65,17 @@ def test_every_command_that_needs_the_gateway_says_hindsight_is_not_running(tmp_
         assert "Traceback" not in said(result), args
 
 
+def test_up_with_a_data_folder_that_has_no_models_refuses_before_starting_anything(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env.update(PYTHONPATH=str(REPO), COLUMNS="300", HINDSIGHT_DATA_DIR=str(tmp_path / "data"))
+    result = hindsight(env, "up")
+    assert result.returncode == 1
+    assert f"no embedder at {tmp_path / 'data' / 'models' / 'all-MiniLM-L6-v2'}" in said(result)
+    assert "run `hindsight models prepare` with the same HINDSIGHT_DATA_DIR" in said(result)
+    assert "Traceback" not in said(result) and "started" not in said(result)
+    assert not (tmp_path / "data" / "run").exists(), "nothing was started"
+
+
 def test_an_import_without_hindsight_running_says_what_to_run_to_index_it(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
     env.update(
