@@ -64,7 +64,13 @@ class StandIn(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if self.path == "/v1/questions":
-            self.reply(b'{"id": "q1"}')
+            accepted = {
+                "id": "q1",
+                "conversation_id": "q1",
+                "status_url": "/v1/questions/q1",
+                "events_url": "/v1/questions/q1/events",
+            }  # the gateway's QuestionAccepted
+            self.reply(json.dumps(accepted).encode())
         else:
             self.reply(search_result().model_dump_json().encode())
 
