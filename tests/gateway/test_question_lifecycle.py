@@ -3,15 +3,10 @@ the caller's history lists it, a quiet stream says it waits for a worker, and ca
 
 from __future__ import annotations
 
-import select
-import subprocess
-import sys
-
 import httpx
 
 from shared.api_keys import KeyFile
 from shared.contracts import Event
-from tests.conftest import REPO
 from tests.gateway.conftest import Gateway
 
 QUESTION = {"question": "what did I learn about reranking?"}
@@ -55,26 +50,6 @@ def test_a_quiet_stream_says_it_waits_for_a_worker_and_names_the_stage(gateway: 
     assert waiting.stage == "waiting" and waiting.status == "progress"
     assert f"waiting for a worker: {NO_WORKER}" in waiting.detail
     assert "hindsight up" in waiting.detail
-
-
-def test_hindsight_ask_with_its_output_piped_says_what_it_waits_for(gateway: Gateway) -> None:
-    env = {**gateway.env, "HINDSIGHT_API_KEY": key_for(gateway)}
-    asking = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "ask", "what did I learn about reranking?"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert asking.stderr is not None
-    try:
-        ready, _, _ = select.select([asking.stderr], [], [], 60)
-        line = asking.stderr.readline() if ready else ""
-    finally:
-        asking.kill()
-        asking.wait()
-    assert line.startswith(f"waiting for a worker: {NO_WORKER}") and "(Ctrl-C cancels)" in line
 
 
 def test_cancel_ends_a_pending_question_and_removes_it(gateway: Gateway) -> None:
