@@ -34,16 +34,8 @@ from provisioning.calibration import CALIBRATION_TEXTS, FIT_TEXTS, LONG_CHECK_PA
 from provisioning.onnx_export import export_encoder_onnx, packaged_minilm_dir
 from provisioning.row_int8 import quantize_int8_per_row
 from shared.cpu import available_cores
-from shared.embedding import (
-    EMBEDDER_MAX_TOKENS,
-    MODEL_FILE,
-    PREPARE_FILE,
-    TOKENIZER_FILE,
-    UNMASKED_MODEL_FILE,
-    OnnxEmbedder,
-    RunPlan,
-    mean_pool,
-)
+from shared.embedding import EMBEDDER_MAX_TOKENS, OnnxEmbedder, RunPlan, mean_pool
+from shared.model_files import MODEL_FILE, PREPARE_FILE, TOKENIZER_FILE, UNMASKED_MODEL_FILE
 from shared.onnx_runtime import cpu_int8_extensions, cpu_label, create_session, encoder_inputs, load_tokenizer
 
 FP32_FILE = "model_fp32.onnx"

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from tokenizers import Encoding
 
 from shared.cpu import available_cores
+from shared.model_files import MODEL_FILE, PREPARE_FILE, TOKENIZER_FILE, UNMASKED_MODEL_FILE
 from shared.onnx_runtime import (
     create_session,
     encoder_inputs,
@@ -35,12 +36,6 @@ from shared.onnx_runtime import (
 )
 
 EMBEDDER_MAX_TOKENS = 256
-MODEL_FILE = "model_int8.onnx"
-# The same model without the attention mask's Adds, for runs without padding (provisioning writes it
-# only if it gives the same vectors bit for bit).
-UNMASKED_MODEL_FILE = "model_int8_unmasked.onnx"
-TOKENIZER_FILE = "tokenizer.json"
-PREPARE_FILE = "prepare.json"
 
 
 class ModelMissingError(FileNotFoundError):

@@ -21,7 +21,8 @@ import numpy as np
 import ollama
 from tokenizers import Tokenizer
 
-from shared.embedding import TOKENIZER_FILE, ModelMissingError
+from shared.embedding import ModelMissingError
+from shared.model_files import TOKENIZER_FILE
 from shared.settings import Settings
 
 DOCUMENT_PREFIX = "search_document: "

@@ -17,7 +17,7 @@ from cli.console import console, counted, shown
 from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, StackError, wait_until
 from shared.contracts import RerankerStatus, ScanReport
-from shared.embedding import MODEL_FILE, TOKENIZER_FILE
+from shared.model_files import MODEL_FILE, TOKENIZER_FILE
 from shared.safe_files import write_private
 from shared.settings import Settings, get_settings
 from shared.topology import REQUIRED_QUEUES

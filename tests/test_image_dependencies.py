@@ -1,0 +1,117 @@
+"""Each service image's entry points import with only what its Dockerfile stage installs.
+
+An image installs the project's base dependencies and its own pyproject extras (Dockerfile's
+``pip install ".[gateway,cli]"`` and so on); the test venv has every extra, so a stray import of a
+package another service needs passes every other test and fails only in the compose stack. Here each
+image's entry modules are imported in a fresh interpreter where every installed package outside
+that image's dependency closure raises ``ModuleNotFoundError`` as it would in the image.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from importlib import metadata
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from tests.conftest import REPO
+
+# image -> (the extras its Dockerfile stage installs, the modules its commands start from)
+IMAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "gateway": (("gateway", "cli"), ("services.gateway.__main__", "cli.main")),
+    "scraper": (("scraper",), ("services.scraper.tasks",)),
+    "indexer": (("indexer",), ("services.indexer.tasks", "services.indexer.watcher")),
+    "retriever": (("retriever",), ("services.retriever.tasks",)),
+    "reranker": (("reranker",), ("services.reranker.tasks",)),
+    "synthesizer": (("synthesizer",), ("services.synthesizer.tasks",)),
+}
+
+IMPORT_WITH_BLOCKED = """
+import importlib, importlib.abc, json, sys
+blocked = set(json.loads(sys.argv[1]))
+class Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in blocked:
+            raise ModuleNotFoundError(f"No module named {name!r} (not installed in this image)", name=name)
+        return None
+sys.meta_path.insert(0, Absent())
+for module in sys.argv[2:]:
+    importlib.import_module(module)
+"""
+
+
+def _project_requirements(extras: tuple[str, ...]) -> list[Requirement]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = [Requirement(text) for text in project["dependencies"]]
+    pending = list(extras)
+    seen: set[str] = set()
+    while pending:
+        extra = pending.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for text in project["optional-dependencies"][extra]:
+            requirement = Requirement(text)
+            if canonicalize_name(requirement.name) == canonicalize_name(project["name"]):
+                pending.extend(requirement.extras)
+            else:
+                wanted.append(requirement)
+    return wanted
+
+
+def _installed_closure(requirements: list[Requirement]) -> set[str]:
+    """The canonical names of the installed distributions these requirements pull in."""
+    closure: set[str] = set()
+    pending = [(requirement, frozenset(requirement.extras)) for requirement in requirements]
+    while pending:
+        requirement, extras = pending.pop()
+        name = canonicalize_name(requirement.name)
+        try:
+            dependencies = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        closure.add(name)
+        for text in dependencies:
+            child = Requirement(text)
+            environments = [{"extra": extra} for extra in extras] or [{"extra": ""}]
+            if child.marker and not any(child.marker.evaluate(env) for env in environments):
+                continue
+            if canonicalize_name(child.name) not in closure:
+                pending.append((child, frozenset(child.extras)))
+    return closure
+
+
+def _modules_outside(closure: set[str]) -> set[str]:
+    owners = metadata.packages_distributions()
+    project_modules = {"shared", "services", "cli", "provisioning", "pipeline", "testing", "bench", "tests"}
+    return {
+        module
+        for module, distributions in owners.items()
+        if module not in project_modules
+        and not any(canonicalize_name(dist) in closure for dist in distributions)
+    }
+
+
+@pytest.mark.parametrize("image", sorted(IMAGES))
+def test_an_images_entry_modules_import_with_only_its_own_dependencies(image: str) -> None:
+    extras, modules = IMAGES[image]
+    blocked = _modules_outside(_installed_closure(_project_requirements(extras)))
+    result = subprocess.run(
+        [sys.executable, "-c", IMPORT_WITH_BLOCKED, json.dumps(sorted(blocked)), *modules],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, f"{image} image: {result.stderr[-2000:]}"
+
+
+def test_the_blocking_catches_a_package_outside_the_gateway_image() -> None:
+    blocked = _modules_outside(_installed_closure(_project_requirements(("gateway", "cli"))))
+    assert {"tokenizers", "onnxruntime", "lancedb"} <= blocked
+    assert not {"fastapi", "pydantic", "celery", "typer"} & blocked
