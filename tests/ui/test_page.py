@@ -323,3 +323,58 @@ def test_the_library_panel_checks_the_perplexity_export_folder(browser: Browser,
     )
     assert no_sideways_scroll(page)
     screenshot(page, "perplexity-library-check-phone")
+
+
+def test_a_permalink_opened_in_a_browser_without_the_key_shows_its_answer_once_the_key_is_entered(
+    browser: Browser, stack: Stack
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    ask(page, QUESTION)
+    permalink = page.locator("#permalink").get_attribute("href")
+    assert permalink
+
+    fresh = open_page(browser, f"{stack.url}/{permalink}", WIDTHS["desktop"])  # a profile with no key
+    expect(fresh.locator("#key-problem")).to_be_visible()
+    fresh.fill("#api-key", stack.key)
+    fresh.locator("#api-key").dispatch_event("change")
+    expect(fresh.locator("#key-problem")).to_be_hidden()
+    expect(fresh.locator("#answer-question")).to_have_text(QUESTION)
+    expect(fresh.locator("#answer a.cite").first).to_be_visible()
+
+
+TAPPED = ["#tab-ask", "#tab-search", "#ask", "#filters-toggle", "#key-toggle", "#copy", "#permalink",
+          "#history li a", "#index-start", "label.inline", "#sources li"]  # fmt: skip
+
+
+def test_at_phone_width_every_control_is_44_px_tall_and_the_set_key_folds_away(
+    browser: Browser, stack: Stack
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["phone"])
+    ask(page, QUESTION)
+    short = {}
+    for selector in TAPPED:
+        target = page.locator(selector).first
+        expect(target, f"{selector} is shown").to_be_visible()
+        box = target.bounding_box()
+        assert box
+        if box["height"] < 44:
+            short[selector] = box["height"]
+    assert not short, f"controls under 44 px tall at 390 px: {short}"
+    checkbox = page.locator("#index-watch").bounding_box()
+    assert checkbox and checkbox["width"] >= 24 and checkbox["height"] >= 24
+    expect(page.locator("#api-key")).to_be_hidden()  # the key is set: one button instead of the field
+    answer = page.locator("#answer").bounding_box()
+    assert answer and answer["y"] < 844 / 2, answer  # the answer starts in the top half of a phone's screen
+    page.click("#key-toggle")
+    expect(page.locator("#api-key")).to_be_visible()
+    page.click("#filters-toggle")
+    expect(page.locator("#ask-filters")).to_be_visible()
+    screenshot(page, "phone-controls")
+
+
+def test_at_desktop_width_the_key_field_and_filters_stay_in_view(browser: Browser, stack: Stack) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    expect(page.locator("#api-key")).to_be_visible()
+    expect(page.locator("#ask-filters")).to_be_visible()
+    expect(page.locator("#key-toggle")).to_be_hidden()
+    expect(page.locator("#filters-toggle")).to_be_hidden()

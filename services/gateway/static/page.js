@@ -30,6 +30,7 @@ function restoreKey() {
     setHash(params);
   }
   $("api-key").value = localStorage.getItem("hindsight-key") || "";
+  document.body.classList.toggle("keyed", Boolean($("api-key").value));
 }
 
 function headers(extra = {}) {
@@ -98,6 +99,7 @@ function showKeyProblem(reason) {
   banner.textContent = `The API key was refused (${reason}). Paste a valid key in the field at the top; ` +
     "`hindsight open` opens this page with the CLI's key.";
   banner.hidden = false;
+  document.body.classList.add("key-open");
 }
 
 async function checkKey() {
@@ -811,18 +813,34 @@ document.addEventListener("keydown", (e) => {
   $("question").focus();
 });
 
-$("api-key").addEventListener("change", async () => {
-  localStorage.setItem("hindsight-key", $("api-key").value.trim());
-  if (await checkKey()) loadLibrary();
-});
+// On a phone the key folds into a button once set, and the filters into another.
+function toggleOpen(button, target, className) {
+  const open = target.classList.toggle(className);
+  button.setAttribute("aria-expanded", String(open));
+}
+$("key-toggle").addEventListener("click", () => toggleOpen($("key-toggle"), document.body, "key-open"));
+$("filters-toggle").addEventListener("click", () => toggleOpen($("filters-toggle"), $("ask-view"), "filters-open"));
 
-(async function start() {
-  restoreKey();
-  if (!(await checkKey())) return;
+// What the page's address names (a permalink's conversation or question), opened once the key works:
+// at start, or after a key is entered in a browser that had none.
+function openFromAddress() {
   loadLibrary();
   $("note-folder").value = localStorage.getItem("hindsight-notes") || "";
   const conversationId = hashParams().get("c");
   const id = hashParams().get("q");
   if (conversationId) openConversation(conversationId);
   else if (id) openQuestion(id);
+}
+
+$("api-key").addEventListener("change", async () => {
+  const key = $("api-key").value.trim();
+  localStorage.setItem("hindsight-key", key);
+  document.body.classList.remove("key-open");
+  document.body.classList.toggle("keyed", Boolean(key));
+  if (await checkKey()) openFromAddress();
+});
+
+(async function start() {
+  restoreKey();
+  if (await checkKey()) openFromAddress();
 })();
