@@ -119,6 +119,18 @@ def source_text(uri: str, roots: list[Path]) -> SourceText | None:
         return None
 
 
+def cited_pdf_bytes(citation: Citation, roots: list[Path]) -> bytes | None:
+    """The cited PDF's bytes through the safe open; ``None`` for a source that is not a PDF or
+    cannot be read now (refused, gone, over the size cap)."""
+    path = readable_source(citation.source_uri, roots, PDF_SUFFIXES)
+    if path is None:
+        return None
+    try:
+        return read_regular_file(path, EVIDENCE_MAX_BYTES, roots)
+    except (OSError, RefusedFileError):
+        return None
+
+
 @lru_cache(maxsize=4)
 def extracted_pdf(raw: bytes) -> SourceText | None:
     """A PDF's text as the indexer extracts it, by the same reader process and time limit (kept for
