@@ -80,13 +80,21 @@ async def ask(
 
 @router.get("", response_model=list[QuestionSummary])
 async def history(
-    request: Request, client: RedisDep, limit: Annotated[int, Query(ge=1, le=HISTORY_KEPT)] = 50
+    request: Request,
+    client: RedisDep,
+    limit: Annotated[int, Query(ge=1, le=HISTORY_KEPT)] = 50,
+    q: Annotated[str | None, Query(max_length=200, description="words the question contains")] = None,
 ) -> list[QuestionSummary]:
-    """The caller's recent questions, newest first, each with its status."""
-    ids = cast(list[str], await client.zrevrange(history_key(request.state.caller), 0, limit - 1))
-    return [
-        QuestionSummary(**summary_fields(asked, state)) for asked, state in await kept_questions(client, ids)
-    ]
+    """The caller's recent questions, newest first, each with its status; with ``q``, only those
+    whose text contains it (any case), searched over the whole kept history."""
+    ids = cast(
+        list[str], await client.zrevrange(history_key(request.state.caller), 0, -1 if q else limit - 1)
+    )
+    kept = await kept_questions(client, ids)
+    if q:
+        wanted = q.casefold().strip()
+        kept = [(asked, state) for asked, state in kept if wanted in asked.question.casefold()][:limit]
+    return [QuestionSummary(**summary_fields(asked, state)) for asked, state in kept]
 
 
 async def refuse_cancelled(client: RedisDep, question_id: str) -> None:

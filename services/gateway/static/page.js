@@ -635,18 +635,44 @@ async function showPdfPage(container, questionId, number, pageNumber, quote) {
 // ---------- history and permalinks ----------
 
 async function loadHistory() {
-  const entries = await (await api("/v1/questions?limit=50")).json();
+  const words = $("history-search").value.trim();
+  const query = new URLSearchParams({ limit: "50", ...(words ? { q: words } : {}) });
+  const entries = await (await api(`/v1/questions?${query}`)).json();
   const list = $("history");
   list.replaceChildren();
-  if (!entries.length) list.append(element("li", { class: "muted" }, "no questions yet"));
+  if (!entries.length) list.append(element("li", { class: "muted" }, words ? "no question matches" : "no questions yet"));
   for (const entry of entries) {
     const item = element("li", { "data-id": entry.id });
     const link = element("a", { href: `#c=${entry.conversation_id}`, title: entry.question }, entry.question);
     link.addEventListener("click", (e) => { e.preventDefault(); openConversation(entry.conversation_id); });
-    item.append(link, element("span", { class: `muted ${entry.status}` }, entry.status === "done" ? new Date(entry.asked_at * 1000).toLocaleDateString() : entry.status));
+    const erase = element("button", { type: "button", class: "secondary erase", title: "delete this conversation", "aria-label": `delete the conversation of “${entry.question}”` }, "×");
+    erase.addEventListener("click", () => deleteConversation(entry.conversation_id, entry.question));
+    if (entry.status === "pending") erase.disabled = true;
+    item.append(link, element("span", { class: `muted ${entry.status}` }, entry.status === "done" ? new Date(entry.asked_at * 1000).toLocaleDateString() : entry.status), erase);
     list.append(item);
   }
 }
+
+async function deleteConversation(id, question) {
+  if (!window.confirm(`Delete “${question}” and its conversation's answers? The indexed files are not touched.`)) return;
+  try {
+    await api(`/v1/conversations/${id}`, { method: "DELETE" });
+    if (hashParams().get("c") === id || (conversation && conversation.id === id)) {
+      $("answer-section").hidden = true;
+      $("evidence-section").hidden = true;
+      setHash(new URLSearchParams());
+    }
+    await loadHistory();
+  } catch (error) {
+    showError("ask-error", error);
+  }
+}
+
+let historySearchTimer = null;
+$("history-search").addEventListener("input", () => {
+  clearTimeout(historySearchTimer);
+  historySearchTimer = setTimeout(() => loadHistory().catch((error) => showError("ask-error", error)), 250);
+});
 
 async function openConversation(id) {
   // The whole conversation: its earlier turns as the thread, its latest turn as the answer.
