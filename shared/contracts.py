@@ -66,6 +66,8 @@ class Chunk(Contract):
 
     ``char_start``/``char_end`` index the document's extracted text, so neighbouring chunks can be
     stitched back together exactly and a citation can point at the very characters it rests on.
+    ``body_start`` is where that text starts in the file's own decoded text (``shared.source_text``):
+    the length of a Markdown file's front matter, set by the indexer, 0 for every other file.
     Document fields needed for filtering and citing are copied in, so no stage re-reads the store.
     """
 
@@ -82,12 +84,18 @@ class Chunk(Contract):
     kind: SourceKind
     space: str | None = None
     document_date: datetime | None = None
+    body_start: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _span_matches_text(self) -> Chunk:
         if self.char_end - self.char_start != len(self.text):
             raise ValueError("chunk span length must equal its text length")
         return self
+
+    def passage(self) -> str:
+        """What is embedded and keyword-searched: the title and heading path give the text its
+        context, as the reader of the section sees it."""
+        return "\n".join([self.title, *self.heading_path, self.text])
 
 
 class Strategy(StrEnum):

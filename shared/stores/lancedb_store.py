@@ -64,6 +64,7 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("kind", pa.string()),
             pa.field("space", pa.string()),
             pa.field("document_date", pa.timestamp("us", tz="UTC")),
+            pa.field("body_start", pa.int64()),
             pa.field(SEARCH_COLUMN, pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dimension)),
         ]
@@ -117,7 +118,7 @@ def _timestamp_literal(moment: datetime) -> str:
 def chunk_row(chunk: Chunk, vector: np.ndarray) -> dict[str, Any]:
     row = chunk.model_dump(include=set(CHUNK_COLUMNS))
     row["kind"] = chunk.kind.value
-    row[SEARCH_COLUMN] = "\n".join([chunk.title, *chunk.heading_path, chunk.text])
+    row[SEARCH_COLUMN] = chunk.passage()
     row["vector"] = vector.astype(np.float32).tolist()
     return row
 
