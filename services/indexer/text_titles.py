@@ -9,6 +9,7 @@ and ``raw`` directives open other files; there is no maintained AsciiDoc parser 
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -22,7 +23,7 @@ ADOC_SUFFIXES = frozenset({".adoc", ".asciidoc"})
 def rst_title(text: str) -> str | None:
     """The first underlined line's text, or ``None`` when no line is underlined."""
     lines = text.splitlines()
-    for text_line, underline in zip(lines, lines[1:], strict=False):
+    for text_line, underline in itertools.pairwise(lines):
         title = text_line.strip()
         adornment = underline.rstrip()
         if (
@@ -44,5 +45,7 @@ def adoc_title(text: str) -> str | None:
 def plain_text_title(text: str, path: Path) -> str:
     """The title a reStructuredText or AsciiDoc file gives itself, else the file's name."""
     suffix = path.suffix.lower()
-    title = rst_title(text) if suffix in RST_SUFFIXES else adoc_title(text) if suffix in ADOC_SUFFIXES else None
+    title = (
+        rst_title(text) if suffix in RST_SUFFIXES else adoc_title(text) if suffix in ADOC_SUFFIXES else None
+    )
     return title or path.stem

@@ -112,7 +112,9 @@ def test_corrupt_pdf_is_refused_with_a_clear_reason(tmp_path: Path) -> None:
         load_document(path, LIMIT)
 
 
-def test_a_windows_1252_text_file_is_indexed_as_its_characters_with_the_encoding_named(tmp_path: Path) -> None:
+def test_a_windows_1252_text_file_is_indexed_as_its_characters_with_the_encoding_named(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "latin1.txt"
     text = "Café au lait, crème brûlée — 3 € “chez Noël”.\n"
     path.write_bytes(text.encode("cp1252"))
@@ -148,7 +150,8 @@ def test_restructuredtext_is_indexed_as_text_titled_by_its_first_underlined_head
 def test_asciidoc_is_indexed_as_text_titled_by_its_document_title(tmp_path: Path) -> None:
     path = tmp_path / "guide.adoc"
     path.write_text(
-        "// a comment\n= The Asciidoctor Guide\nDoc Writer <doc@example.org>\n\n== Install\n\ngem install asciidoctor\n"
+        "// a comment\n= The Asciidoctor Guide\nDoc Writer <doc@example.org>\n\n"
+        "== Install\n\ngem install asciidoctor\n"
     )
     loaded = load_document(path, LIMIT)
     assert loaded.kind is SourceKind.TEXT and loaded.title == "The Asciidoctor Guide"

@@ -161,7 +161,7 @@ def test_a_file_edited_between_scan_and_indexing_is_stored_with_the_hash_of_the_
     note = docs / "note.txt"
     note.write_text("The kefir grains were fed on Monday.\n")
     _, work = begin_scan(IndexRequest(job_id="edit", root=str(docs)), store, settings)
-    edited = "The kefir grains were fed on Tuesday, with whole milk.\n".encode()
+    edited = b"The kefir grains were fed on Tuesday, with whole milk.\n"
     note.write_bytes(edited)
 
     index_batch(work, store, embedder, settings)

@@ -58,5 +58,5 @@ def test_a_text_file_is_read_only_as_a_regular_file_under_the_roots_within_the_c
 def test_a_pdf_or_html_file_is_not_read_as_text_its_indexed_text_is_an_extraction(tmp_path: Path) -> None:
     page = tmp_path / "page.html"
     page.write_text("<p>hello</p>")
-    with pytest.raises(ValueError, match=".html is not read as text"):
+    with pytest.raises(ValueError, match=r"\.html is not read as text"):
         read_file_text(page, 1_000, [tmp_path])
