@@ -86,6 +86,12 @@ class Chunk(Contract):
     document_date: datetime | None = None
     body_start: int = Field(default=0, ge=0)
 
+    @field_validator("body_start", mode="before")
+    @classmethod
+    def _unknown_body_start_is_zero(cls, value: object) -> object:
+        """A row written before ``body_start`` was stored reads as 0 (its store marks it pending)."""
+        return 0 if value is None else value
+
     @model_validator(mode="after")
     def _span_matches_text(self) -> Chunk:
         if self.char_end - self.char_start != len(self.text):

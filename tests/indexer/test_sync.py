@@ -10,6 +10,7 @@ import hashlib
 import os
 from pathlib import Path
 
+import lancedb
 import numpy as np
 
 from services.indexer.manifest_diff import document_id_for
@@ -17,7 +18,7 @@ from services.indexer.pipeline import begin_scan, index_batch, plan_batches, syn
 from shared.contracts import Chunk, Document, IndexFileTask, IndexRequest, ScanReport
 from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
-from shared.stores.lancedb_store import LanceDBStore
+from shared.stores.lancedb_store import CHUNKS, LanceDBStore
 from tests.indexer.documents import ARTICLE_HTML, write_pdf
 
 
@@ -171,6 +172,25 @@ def test_a_file_edited_between_scan_and_indexing_is_stored_with_the_hash_of_the_
     assert "Tuesday" in store.document_chunks(entry.document_id, [0])[0].text
     report, again = begin_scan(IndexRequest(job_id="next", root=str(docs)), store, settings)
     assert (report.unchanged, report.changed, again) == (1, 0, []), "the hash describes what is indexed"
+
+
+def test_a_library_indexed_before_body_offsets_were_stored_opens_and_indexes_its_markdown_again(
+    docs: Path, settings: Settings, embedder: OnnxEmbedder
+) -> None:
+    thread = docs / "thread.md"
+    thread.write_text("---\ntitle: Kefir\n---\n# Kefir\n\nThe grains were fed on Monday.\n")
+    (docs / "plain.txt").write_text("Plain text has no front matter.\n")
+    sync(docs, LanceDBStore(settings.store_dir, embedder.dimension), embedder, settings)
+    lancedb.connect(str(settings.store_dir)).open_table(CHUNKS).drop_columns(["body_start"])  # as before
+
+    store = LanceDBStore(settings.store_dir, embedder.dimension)
+    (chunk,) = store.document_chunks(document_id_for(str(thread)), [0])
+    assert chunk.body_start == 0, "an old row reads, as 0"
+    report = sync(docs, store, embedder, settings)
+
+    assert (report.changed, report.unchanged) == (1, 1), "its Markdown is indexed again, nothing else"
+    (chunk,) = store.document_chunks(document_id_for(str(thread)), [0])
+    assert chunk.body_start == len("---\ntitle: Kefir\n---\n")
 
 
 def test_a_file_that_turns_bad_loses_its_old_chunks(
