@@ -77,7 +77,8 @@ def decode_source(raw: bytes) -> DecodedText:
 
 def read_file_text(path: Path, max_bytes: int, roots: Sequence[Path]) -> DecodedText:
     """The text of a Markdown or text file exactly as the indexer decoded it, read through the safe
-    open; ``RefusedFileError`` (a link, not a regular file, outside ``roots``, over ``max_bytes``)
+    open (under ``roots`` when any are given); ``RefusedFileError`` (a link, not a regular file,
+    outside ``roots``, over ``max_bytes``)
     and ``OSError`` (gone, unreadable) pass through, and so does ``ValueError`` for a file whose
     suffix is not a text kind (its indexed text is an extraction, ``shared.extracted_text``)."""
     if kind_of(path) not in FILE_TEXT_KINDS:

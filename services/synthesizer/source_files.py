@@ -3,8 +3,10 @@
 A chunk's offsets count in the indexed text, which for a Markdown file starts after its front
 matter, at the ``body_start`` the indexer stored with the chunk. A citation counts from the first
 character of the file instead (what an editor shows), with the 1-based ``line`` and ``column`` there.
-The file is read by ``shared.source_text``, the one reader every service shares: the safe open
-under the roots, the indexer's size cap, its decoding (UTF-8 without its BOM, else Windows-1252).
+The file is read by ``shared.source_text``, the one reader every service shares: the safe open (no
+link followed, a regular file, under the roots of ``shared.index_jobs.allowed_roots`` whenever any
+are configured: the path comes from the store, not from a request), the indexer's size cap, its
+decoding (UTF-8 without its BOM, else Windows-1252).
 Formats whose indexed text is not the file's characters (PDF, HTML) have no file text here: their
 citations keep the offsets of the extracted text.
 """
@@ -61,8 +63,8 @@ class SourceFile:
 
 
 def read_source(chunk: Chunk) -> SourceFile | None:
-    """The file ``chunk`` was cut from when it is a text format still readable under the roots,
-    else ``None``."""
+    """The file ``chunk`` was cut from when it is a text format the safe open still admits, else
+    ``None``."""
     if chunk.kind not in FILE_TEXT_KINDS:
         return None
     try:
