@@ -1,7 +1,8 @@
 """The title of a reStructuredText or AsciiDoc file, which the indexer reads as plain text.
 
 reStructuredText: the first section title, a line of text underlined (and optionally overlined)
-by one punctuation character repeated at least as long as the text. AsciiDoc: the document title,
+by one punctuation character repeated at least as long as the text, without its inline markup
+(``:mod:`email` Package`` is titled "email Package"). AsciiDoc: the document title,
 a line ``= Title`` (one ``=``; ``==`` opens a section). Only the title is read: docutils, the
 maintained reStructuredText parser, would read the whole document to find it, and its ``include``
 and ``raw`` directives open other files; there is no maintained AsciiDoc parser for Python.
@@ -15,6 +16,8 @@ from pathlib import Path
 
 # docutils' section adornment characters.
 RST_ADORNMENT = re.compile(r"""([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])\1*[ \t]*""")
+RST_ROLE = re.compile(r":[\w.+-]+:(?=`)")
+RST_INLINE_MARKS = re.compile(r"`+|\*+")
 ADOC_TITLE = re.compile(r"^=[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
 RST_SUFFIXES = frozenset({".rst"})
 ADOC_SUFFIXES = frozenset({".adoc", ".asciidoc"})
@@ -32,7 +35,7 @@ def rst_title(text: str) -> str | None:
             and RST_ADORNMENT.fullmatch(adornment)
             and len(adornment) >= len(title)
         ):
-            return title
+            return " ".join(RST_INLINE_MARKS.sub("", RST_ROLE.sub("", title)).split())
     return None
 
 

@@ -139,7 +139,9 @@ def test_restructuredtext_is_indexed_as_text_titled_by_its_first_underlined_head
     path = tmp_path / "README.rst"
     path.write_text(
         ".. comment: generated\n\n"
-        "=================\nlibfoo for Debian\n=================\n\n"
+        "=================================\n"
+        ":program:`libfoo` for **Debian**\n"
+        "=================================\n\n"
         "Building\n--------\n\nRun ``dpkg-buildpackage -us -uc`` in the source tree.\n"
     )
     loaded = load_document(path, LIMIT)
