@@ -6,9 +6,9 @@ character of the file instead (what an editor shows), with the 1-based ``line`` 
 The file is read by ``shared.source_text``, the one reader every service shares: the safe open (no
 link followed, a regular file, under the roots of ``shared.index_jobs.allowed_roots`` whenever any
 are configured: the path comes from the store, not from a request), the indexer's size cap, its
-decoding (UTF-8 without its BOM, else Windows-1252).
-Formats whose indexed text is not the file's characters (PDF, HTML) have no file text here: their
-citations keep the offsets of the extracted text.
+decoding (UTF-8 without its BOM, else Windows-1252). Formats whose indexed text is not the file's
+characters (PDF, HTML) have no file text here: their citations keep the offsets of the extracted
+text.
 """
 
 from __future__ import annotations
