@@ -15,6 +15,7 @@ guessed at.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import shutil
@@ -139,7 +140,7 @@ class ExactSearcher:
     ) -> None:
         """Credit each match to the chunk of the file's document (``chunks``) that holds it."""
         try:
-            raw = path.read_bytes()
+            raw = path.read_bytes().removeprefix(codecs.BOM_UTF8)  # ripgrep counts after a BOM too
         except OSError:
             return
         encoding = decode_source(raw).encoding
