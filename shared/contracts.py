@@ -200,13 +200,13 @@ class Citation(Contract):
     """What an ``[n]`` marker in the answer resolves to: the exact characters of a source.
 
     For Markdown and plain-text files ``char_start``/``char_end`` index the file's own text as loaded
-    (UTF-8, from its first character, front matter included) and ``line``/``column`` (1-based) are
-    where the quote starts, so ``path:line`` opens it in an editor; ``verified`` means only that the
-    file holds exactly ``quote`` there now ("quote found in file"), not that the quote answers the
-    question: ``rank`` (1 = first among the passages synthesis read) and ``rerank_score`` (the
-    cross-encoder's logit, ``None`` when no model scored it) say how relevant the passage was judged.
-    For PDF and HTML, whose indexed text is extracted rather than the
-    file's characters, they index the extracted text and ``line``/``column`` are ``None``.
+    (decoded by ``shared.source_text``, from its first character, front matter included) and
+    ``line``/``column`` (1-based) are where the quote starts, so ``path:line`` opens it in an editor;
+    ``verified`` means only that the file holds exactly ``quote`` there now ("quote found in file"), not
+    that the quote answers the question: ``rank`` (1 = first among the passages synthesis read) and
+    ``rerank_score`` (the cross-encoder's logit, ``None`` when no model scored it) say how relevant the
+    passage was judged. For PDF and HTML, whose indexed text is extracted rather than the file's
+    characters, they index the extracted text and ``line``/``column`` are ``None``.
     """
 
     number: int = Field(ge=1)
