@@ -22,7 +22,7 @@ from services.gateway.schemas import Evidence
 from services.gateway.thread_source import with_source_context
 from shared.contracts import Citation, SearchResponse, SourceKind
 from shared.extracted_text import html_text, joined_pages, page_at, page_ranges, read_pdf
-from shared.safe_files import read_regular_file
+from shared.safe_files import RefusedFileError, read_regular_file
 from shared.settings import get_settings
 from shared.source_text import FILE_TEXT_KINDS, decode_source, kind_of, read_file_text
 
@@ -117,11 +117,11 @@ def source_text(uri: str, roots: list[Path]) -> SourceText | None:
 def cited_pdf_bytes(citation: Citation, roots: list[Path]) -> bytes | None:
     """The cited PDF's bytes through the safe open; ``None`` for a source that is not a PDF or
     cannot be read now (refused, gone, over the size cap)."""
-    path = readable_source(citation.source_uri, roots, PDF_SUFFIXES)
+    path = readable_source(citation.source_uri, roots, frozenset({SourceKind.PDF}))
     if path is None:
         return None
     try:
-        return read_regular_file(path, EVIDENCE_MAX_BYTES, roots)
+        return read_regular_file(path, get_settings().max_file_bytes, roots)
     except (OSError, RefusedFileError):
         return None
 
