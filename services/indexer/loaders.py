@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from services.indexer.manifest_diff import content_digest
 from services.indexer.text_titles import plain_text_title
 from shared.contracts import SourceKind
 from shared.extracted_text import PdfText, html_text, joined_pages, page_at, page_ranges, read_pdf
@@ -97,7 +98,7 @@ def load_document(
     kind = kind_for(path)
     raw = read_source(path, max_bytes, roots)
     loaded = load_bytes(raw, path, kind, max_chars, pdf_time_limit_s)
-    loaded.content_hash = hashlib.sha256(raw).hexdigest()
+    loaded.content_hash = content_digest(hashlib.sha256(raw).hexdigest(), kind)
     return loaded
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from services.indexer.chunking import chunk_text
 from services.indexer.discovery import discover
 from services.indexer.loaders import LoadedDocument, LoadError, SkippedFileError, load_document, refused
-from services.indexer.manifest_diff import diff_against_manifest, document_id_for, file_sha256
+from services.indexer.manifest_diff import diff_against_manifest, document_id_for, file_digest
 from services.indexer.refusals import Refusals
 from services.indexer.stream import BatchOutcome, PreparedFile, index_batches
 from shared.contracts import (
@@ -74,7 +74,7 @@ def begin_scan(
     refusals, failed_before = Refusals.of(settings), []
     for path in found.files:
         try:
-            digest, size = file_sha256(path, settings.max_file_bytes, roots)
+            digest, size = file_digest(path, settings.max_file_bytes, roots)
         except RefusedFileError as exc:
             found.skip(path, str(refused(exc)))
         except OSError as exc:

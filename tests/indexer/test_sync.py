@@ -12,6 +12,7 @@ from pathlib import Path
 
 import lancedb
 import numpy as np
+import pytest
 
 from services.indexer.manifest_diff import document_id_for
 from services.indexer.pipeline import begin_scan, index_batch, plan_batches, sync_root
@@ -342,3 +343,20 @@ def test_reindexing_and_rerunning_a_batch_keep_chunk_counts_exact(
     for name in ("n0.md", "n1.md"):
         ordinals = chunk_ordinals(store, docs / name)
         assert ordinals == list(range(manifest[str(docs / name)].chunk_count))
+
+
+def test_pdfs_and_html_indexed_under_older_extraction_rules_are_extracted_again_text_files_are_not(
+    docs: Path,
+    store: LanceDBStore,
+    embedder: OnnxEmbedder,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_pdf(docs / "paper.pdf", ["Starters need flour and water. " * 12, "Rye ferments fast. " * 12])
+    (docs / "page.html").write_text(ARTICLE_HTML)
+    (docs / "note.md").write_text(long_note("sourdough", 3))
+    assert sync(docs, store, embedder, settings).new == 3
+    monkeypatch.setattr("services.indexer.manifest_diff.EXTRACTION_VERSION", "next")
+    again = sync(docs, store, embedder, settings)
+    assert (again.changed, again.unchanged) == (2, 1)
+    assert sync(docs, store, embedder, settings).unchanged == 3
