@@ -94,6 +94,10 @@ def test_a_perplexity_thread_is_cited_by_its_title_question_and_address(
         "Asked: How long can sourdough dough proof in the fridge?"
     )
     assert "source:" not in page.locator("#evidence pre").inner_text()
+    place = page.locator("#evidence p.muted").first
+    # the file and its line, not the thread link with a line
+    expect(place).to_contain_text("Proofing sourdough in the fridge (7f1c).md:")
+    expect(place).not_to_contain_text("perplexity.ai")
     screenshot(page, "perplexity-evidence-desktop")
 
 

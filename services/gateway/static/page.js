@@ -541,7 +541,8 @@ async function showEvidence(questionId, number) {
     const parts = [heading];
     if (evidence.turn_question) parts.push(element("p", { class: "turn" }, `Asked: ${evidence.turn_question}`));
     const labels = [quoteLabel(evidence), rankLabel(evidence)].filter(Boolean).join("; ");
-    parts.push(element("p", { class: "muted" }, `${evidence.thread_url || evidence.source_uri}${where} — ${labels}` +
+    // The file and line are where the quote is; a thread's web address has no lines (its link is the title).
+    parts.push(element("p", { class: "muted" }, `${evidence.source_uri}${where} — ${labels}` +
       (evidence.located ? "" : " — source text unavailable, showing the quote")));
     if (evidence.located && evidence.extracted) {
       parts.push(element("p", { class: "muted extracted" }, evidence.page
