@@ -3,8 +3,6 @@ auth, no worker → 503, one run at a time, and the events of the run."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,9 +14,10 @@ from shared.api_keys import KeyFile
 from shared.contracts import Event, LibraryCheck
 from shared.events import EventStream
 from shared.scrape_runs import SCRAPE_LOCK_KEY
+from shared.worker import Launch
 from testing.perplexity_replay import ReplayServer
-from testing.processes import free_port, wait_for
-from tests.gateway.conftest import REPO, Gateway, hindsight_env, running_gateway
+from testing.processes import free_port, start_worker, wait_for
+from tests.gateway.conftest import Gateway, hindsight_env, running_gateway
 from tests.scraper.conftest import CHROMIUM, write_state
 from tests.scraper.test_imports import data_export
 
@@ -49,11 +48,8 @@ def gateway(redis_url: str, replay: ReplayServer, tmp_path: Path) -> Iterator[Ga
 
 
 @pytest.fixture
-def scrape_worker(gateway: Gateway) -> Iterator[None]:
-    argv = [sys.executable, "-m", "celery", "-A", "services.scraper.tasks", "worker", "-Q", "scrape"]
-    process = subprocess.Popen(
-        [*argv, "-n", "scraper@%h", "--concurrency", "1", "--loglevel", "WARNING"], cwd=REPO, env=gateway.env
-    )
+def scrape_worker(gateway: Gateway, tmp_path: Path) -> Iterator[None]:
+    process = start_worker("scraper", Launch(loglevel="WARNING"), gateway.env, tmp_path / "scraper.log")
     yield
     process.terminate()
     process.wait(20)
