@@ -10,8 +10,7 @@ from typer.testing import CliRunner
 from cli.main import app, import_app, scrape_app
 from shared.settings import get_settings
 from testing.processes import free_port
-from tests.scraper.conftest import CHROMIUM
-from tests.scraper.test_imports import data_export
+from tests.scraper.conftest import CHROMIUM, data_export
 
 
 @pytest.fixture

@@ -18,8 +18,7 @@ from shared.worker import Launch
 from testing.perplexity_replay import ReplayServer
 from testing.processes import free_port, start_worker, wait_for
 from tests.gateway.conftest import Gateway, hindsight_env, running_gateway
-from tests.scraper.conftest import CHROMIUM, write_state
-from tests.scraper.test_imports import data_export
+from tests.scraper.conftest import CHROMIUM, data_export, write_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
