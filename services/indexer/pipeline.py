@@ -221,6 +221,7 @@ def build_chunks(
             kind=document.kind,
             space=loaded.metadata.get("space"),
             document_date=date,
+            body_start=loaded.body_start,
         )
         for ordinal, span in enumerate(spans)
     ]
@@ -256,7 +257,7 @@ def prepare_file(task: IndexFileTask, token_spans: TokenSpans, settings: Setting
         source_uri=task.path,
         kind=loaded.kind,
         title=loaded.title,
-        content_hash=task.content_hash,
+        content_hash=loaded.content_hash,
         metadata=loaded.metadata,
     )
     chunks = build_chunks(document, loaded, token_spans, settings)
@@ -267,7 +268,7 @@ def prepare_file(task: IndexFileTask, token_spans: TokenSpans, settings: Setting
         )
         return PreparedFile(task, result)
     indexed = IndexFileResult(path=task.path, status="indexed", chunks=len(chunks))
-    return PreparedFile(task, indexed, document, chunks, [passage_for_embedding(c) for c in chunks])
+    return PreparedFile(task, indexed, document, chunks, [chunk.passage() for chunk in chunks])
 
 
 def index_pipelined(
@@ -309,11 +310,6 @@ def index_one_by_one(
         except Exception as exc:  # a backend error on one file must not stop the others
             log.exception("indexing %s failed", task.path)
             yield IndexFileResult(path=task.path, status="failed", reason=f"{why}{type(exc).__name__}: {exc}")
-
-
-def passage_for_embedding(chunk: Chunk) -> str:
-    """Title and heading path give a chunk its context, as the reader of the section sees it."""
-    return "\n".join([chunk.title, *chunk.heading_path, chunk.text])
 
 
 def sync_root(

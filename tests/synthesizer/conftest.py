@@ -1,28 +1,40 @@
-"""Files chunked as the indexer chunks them, and the extractive map and reduce run in-process (no
-LLM, no worker), for the synthesizer's tests."""
+"""What the synthesizer's tests share: the temp folder as the roots a cited file is read under
+(``shared.source_text``), as the workers read it; files chunked as the indexer loads them; and the
+extractive map and reduce run in-process (no LLM, no worker)."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+from services.indexer.loaders import load_document
 from services.synthesizer.extractive import extract_facts
 from services.synthesizer.reduce import ReduceLimits, synthesize_answer
 from services.synthesizer.stages import split_into_batches
-from shared.contracts import Answer, Chunk, SourceKind
+from shared.contracts import Answer, Chunk
 from shared.interfaces import Embedder
-from shared.markdown_source import split_front_matter
-from shared.settings import Settings
+from shared.settings import Settings, get_settings
 from testing.sample_candidates import reranked_question
 
 LIMITS = ReduceLimits.from_settings(Settings())
 
 
+@pytest.fixture(autouse=True)
+def roots_are_the_tests_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("HINDSIGHT_ROOTS", str(tmp_path.resolve()))
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()
+
+
 def chunks_of(path: Path, title: str, size: int = 0) -> list[Chunk]:
-    """The file's body as the indexer sees it, in chunks of ``size`` characters (one chunk if 0); a
-    ``.txt`` file is plain text, anything else Markdown."""
-    raw = path.read_text()
-    body = raw[split_front_matter(raw)[1] :]
+    """The file's text as the indexer loads it (``load_document``: a Markdown file's body after its
+    front matter, ``body_start`` where it starts), in chunks of ``size`` characters (one chunk if 0)."""
+    loaded = load_document(path, 10_000_000)
+    body = loaded.text
     document_id = hashlib.sha256(str(path).encode()).hexdigest()[:16]
     size = size or len(body)
     return [
@@ -35,7 +47,8 @@ def chunks_of(path: Path, title: str, size: int = 0) -> list[Chunk]:
             char_end=min(start + size, len(body)),
             title=title,
             source_uri=str(path),
-            kind=SourceKind.TEXT if path.suffix == ".txt" else SourceKind.MARKDOWN,
+            kind=loaded.kind,
+            body_start=loaded.body_start,
         )
         for n, start in enumerate(range(0, len(body), size))
     ]
