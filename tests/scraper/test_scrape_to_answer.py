@@ -30,6 +30,7 @@ from tests.scraper.conftest import CHROMIUM, default_threads, write_state
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 PLANTED_FACT = "teal-otter-97"
+FOLLOW_UP_FACT = "amber-lynx-42"
 HERON = ReplayThread(
     uuid="99999999-9999-4999-8999-999999999999",
     slug="project-heron-launch-code-HbCdEfGhIjKlMnOpQrStUv",
@@ -134,19 +135,26 @@ def test_the_scrape_command_runs_the_job_through_the_gateway_and_shows_its_index
     monkeypatch.setenv("HINDSIGHT_GATEWAY_URL", stack.settings.gateway_url)
     monkeypatch.setenv("HINDSIGHT_REDIS_URL", stack.settings.redis_url)
     get_settings.cache_clear()
-    heron = stack.settings.export_root / "Projects" / "Project Heron launch code (HbCdEfGhIjKlMnOpQrStUv).md"
-    heron.unlink(missing_ok=True)  # exported again: the job has something to index
+    heron = stack.replay.library.thread(HERON.slug)
+    assert heron is not None
+    heron.entries.append(
+        ReplayEntry("Who set it?", f"The flight director set {FOLLOW_UP_FACT} as the backup code.")
+    )
+    heron.last_query_datetime = "2025-07-28T10:00:00.000000"  # the listing moved: the thread is fetched
     try:
-        report = scrape_action.scrape(get_settings(), refetch_all=True)
+        report = scrape_action.scrape(get_settings())
     finally:
         get_settings.cache_clear()
 
-    assert report.new + report.changed >= 1 and heron.exists()
+    assert report.changed == 1
     said = " ".join(capsys.readouterr().out.split())
-    assert f"threads → {stack.settings.export_root}" in said and "scanned" in said
-    request = SearchRequest(query=PLANTED_FACT, mode=SearchMode.EXACT, limit=5)
+    assert f"threads → {stack.settings.export_root}: 0 new, 1 changed" in said
+    assert "scanned 7: 0 new, 1 changed" in said
+    request = SearchRequest(query=FOLLOW_UP_FACT, mode=SearchMode.EXACT, limit=5)
     found = stack.client.search(request, timeout_s=60).candidates
-    assert any(c.chunk.source_uri == str(heron) for c in found)
+    assert [Path(c.chunk.source_uri).name for c in found][:1] == [
+        "Project Heron launch code (HbCdEfGhIjKlMnOpQrStUv).md"
+    ]
 
 
 def test_library_check_counts_the_scraped_threads_and_finds_each_by_its_first_question(
