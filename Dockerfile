@@ -99,7 +99,7 @@ COPY shared ./shared
 COPY services/__init__.py ./services/
 COPY services/scraper ./services/scraper
 USER hindsight
-CMD ["celery", "-A", "services.scraper.tasks", "worker", "-Q", "scrape", "-n", "scraper@%h", "--concurrency", "1"]
+CMD ["python", "-m", "shared.worker", "scraper"]
 
 FROM service AS indexer
 COPY --from=indexer-deps /venv /venv
@@ -108,7 +108,7 @@ COPY shared ./shared
 COPY services/__init__.py ./services/
 COPY services/indexer ./services/indexer
 USER hindsight
-CMD ["celery", "-A", "services.indexer.tasks", "worker", "-Q", "index", "-n", "indexer@%h", "--concurrency", "2"]
+CMD ["python", "-m", "shared.worker", "indexer"]
 
 FROM service AS retriever
 COPY --from=retriever-deps /venv /venv
@@ -117,7 +117,7 @@ COPY shared ./shared
 COPY services/__init__.py ./services/
 COPY services/retriever ./services/retriever
 USER hindsight
-CMD ["celery", "-A", "services.retriever.tasks", "worker", "-Q", "retrieve", "-n", "retriever@%h", "--concurrency", "2"]
+CMD ["python", "-m", "shared.worker", "retriever"]
 
 FROM service AS reranker
 COPY --from=reranker-deps /venv /venv
@@ -126,8 +126,7 @@ COPY shared ./shared
 COPY services/__init__.py ./services/
 COPY services/reranker ./services/reranker
 USER hindsight
-# Threads share the one warm ONNX session; its micro-batcher merges concurrent questions' pairs.
-CMD ["celery", "-A", "services.reranker.tasks", "worker", "-Q", "rerank", "-n", "reranker@%h", "--pool", "threads", "--concurrency", "8"]
+CMD ["python", "-m", "shared.worker", "reranker"]
 
 # The extractive map scores sentences with the embedder.
 FROM service AS synthesizer
@@ -137,7 +136,7 @@ COPY shared ./shared
 COPY services/__init__.py ./services/
 COPY services/synthesizer ./services/synthesizer
 USER hindsight
-CMD ["celery", "-A", "services.synthesizer.tasks", "worker", "-Q", "map", "-n", "mapper@%h", "--concurrency", "1"]
+CMD ["python", "-m", "shared.worker", "mapper"]
 
 # Flower refuses to start without basic auth (HINDSIGHT_FLOWER_BASIC_AUTH=user:password).
 FROM service AS flower

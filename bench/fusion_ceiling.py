@@ -40,13 +40,13 @@ from bench.retrieval_sweep import (
     best_lexical,
     dense_leg,
     dense_rule,
+    dense_scored,
     documents,
-    in_documents,
     leg_of,
     load,
-    min_max,
     print_header,
     print_row,
+    scaled,
     score,
 )
 from shared.embedding import OnnxEmbedder
@@ -95,7 +95,7 @@ class Rules:
 
     def fused(self, s: LegSet, q: int, alpha: float | None = None) -> list[str]:
         weight = self.alpha if alpha is None else alpha
-        return documents(alpha_blend(self.dense(s, q), self.lexical(s, q), weight), s.doc_of_chunk)
+        return documents(alpha_blend(s, self.dense(s, q), self.lexical(s, q), weight), s.doc_of_chunk)
 
 
 @dataclass
@@ -121,20 +121,22 @@ def scored_union(s: LegSet, q: int, rules: Rules) -> tuple[Leg, list[Leg], np.nd
     dense, lexical = rules.dense(s, q), rules.lexical(s, q)
     union = np.array(list(dict.fromkeys([i for i, _ in dense] + [i for leg in lexical for i, _ in leg])))
     low, high = min(v for _, v in dense), max(v for _, v in dense)
-    own = in_documents(
-        s, s.scores["int8"][q], s.centroid_scores["int8"][q], union, rules.bonus, rules.centroid_weight
+    own = dict(
+        dense_scored(
+            s, union, s.scores["int8"][q], s.centroid_scores["int8"][q], rules.bonus, rules.centroid_weight
+        )
     )
-    scaled = np.clip((own - low) / (high - low or 1.0), 0, 1)
-    return dense, lexical, union, scaled
+    dense_part = np.clip((np.array([own[i] for i in union.tolist()]) - low) / (high - low or 1.0), 0, 1)
+    return dense, lexical, union, dense_part
 
 
 def union_scored(rules: Rules) -> Callable[[LegSet, int], list[str]]:
     """The α-blend with every candidate's dense part its own score (:func:`scored_union`)."""
 
     def rule(s: LegSet, q: int) -> list[str]:
-        _, lexical, union, scaled = scored_union(s, q, rules)
-        lexical_part = best_lexical(lexical)
-        blended = rules.alpha * scaled + (1 - rules.alpha) * np.array(
+        _, lexical, union, dense_part = scored_union(s, q, rules)
+        lexical_part = best_lexical(s, lexical)
+        blended = rules.alpha * dense_part + (1 - rules.alpha) * np.array(
             [lexical_part.get(i, 0.0) for i in union]
         )
         return documents(union[np.argsort(-blended, kind="stable")].tolist(), s.doc_of_chunk)
@@ -152,15 +154,15 @@ def dense_feedback(rules: Rules, first: int, beta: float) -> Callable[[LegSet, i
         moved /= np.linalg.norm(moved)
         cosines, whole = s.dump["vectors"] @ moved, s.chunk_centroids @ moved
         dense = leg_of(s, cosines, whole, rules.pool, rules.bonus, rules.centroid_weight)
-        return documents(alpha_blend(dense, rules.lexical(s, q), rules.alpha), s.doc_of_chunk)
+        return documents(alpha_blend(s, dense, rules.lexical(s, q), rules.alpha), s.doc_of_chunk)
 
     return rule
 
 
 def candidates(s: LegSet, q: int, rules: Rules) -> Candidates:
     """The union of the legs' chunks with :data:`FEATURES` (missing legs 0, dense within its bounds)."""
-    dense, lexical, union, scaled = scored_union(s, q, rules)
-    bm25, exact = (min_max(leg) for leg in lexical)
+    dense, lexical, union, dense_part = scored_union(s, q, rules)
+    bm25, exact = (scaled(leg) for leg in lexical)
     names = [s.doc_of_chunk[i] for i in union]
     numbers = {name: n for n, name in enumerate(dict.fromkeys(names))}
     best_bm25: dict[str, float] = {}
@@ -185,7 +187,7 @@ def candidates(s: LegSet, q: int, rules: Rules) -> Candidates:
             math.log1p(dense_hits.get(name, 0)),
             math.log1p(bm25_hits.get(name, 0)),
         ]
-        for i, d, name in zip(union.tolist(), scaled, names, strict=True)
+        for i, d, name in zip(union.tolist(), dense_part, names, strict=True)
     ]
     relevant = s.qrels[q]
     gains = np.array([relevant.get(name, 0) for name in numbers], dtype=float)

@@ -3,7 +3,7 @@
 Usage (against ``hindsight up`` with the samples indexed):
     PYTHONPATH=. python bench/gateway_load.py --questions 24
 Run it before and after adding workers (``--scale retriever=2`` in compose, or a second
-``celery -A services.retriever.tasks worker -Q retrieve`` locally) to see what scaling buys.
+``python -m shared.worker retriever -n retriever-2@%h`` locally) to see what scaling buys.
 """
 
 from __future__ import annotations

@@ -207,7 +207,6 @@ def celery_run(root: Path, work: Path, workers: int) -> CeleryRun:
     share of a busy machine, so workers in sessions of their own would get more of it the more they
     are, and the comparison would measure the other load."""
     import subprocess
-    import sys
     import uuid
 
     import redis
@@ -217,7 +216,8 @@ def celery_run(root: Path, work: Path, workers: int) -> CeleryRun:
     from shared.cpu import available_cores
     from shared.events import EVENT_FIELD, events_key, index_report_key
     from shared.index_jobs import read_progress
-    from shared.topology import task_routes
+    from shared.topology import task_routes, worker
+    from shared.worker import Launch, worker_argv
     from testing.processes import running_redis, wait_for
 
     work.mkdir(parents=True)
@@ -232,17 +232,20 @@ def celery_run(root: Path, work: Path, workers: int) -> CeleryRun:
             HINDSIGHT_ONNX_THREADS=str(max(1, available_cores() // workers)),
         )
         logs = [work / f"worker-{n}.log" for n in range(workers)]
-        argv = [sys.executable, "-m", "celery", "-A", "services.indexer.tasks", "worker", "-Q", "index"]
-        options = ["--concurrency", "1", "--pool", "solo", "--loglevel", "INFO"]
-        options += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+        launches = [
+            Launch(
+                name=f"bench-{n}", pool="solo", concurrency=1, loglevel="INFO", alone=True, heartbeat=False
+            )
+            for n in range(workers)
+        ]
         processes = [
             subprocess.Popen(
-                [*argv, "-n", f"bench-{n}@%h", *options],
+                worker_argv(worker("indexer"), launch),
                 env=env,
                 stdout=log.open("ab"),
                 stderr=subprocess.STDOUT,
             )
-            for n, log in enumerate(logs)
+            for launch, log in zip(launches, logs, strict=True)
         ]
         try:
             wait_for(lambda: all(" ready." in log.read_text() for log in logs), 300, "the workers", 0.2)

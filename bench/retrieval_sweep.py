@@ -5,9 +5,11 @@ bench/sets/zsh-faq bench/sets/perlfaq [--chunking 200/40 --chunking 240/40]``
 
 Every configuration sees the same hits, so the differences are the rules' alone. The dense leg is
 recomputed from the stored vectors (exhaustive cosine, as the store searches), then cut to the
-leg's pool; the lead bonus, the document centroid's share and the α-blend are the product's rules
-(``in_documents``, ``alpha_blend`` in ``services.retriever.fusion``) on chunk numbers, each
-document's centroid the unit mean of its stored chunk vectors, as the store computes it.
+leg's pool; the lead bonus, the document centroid's share and the α-blend are the product's own
+functions (``in_documents``, ``alpha_blend`` and ``min_max`` of ``services.retriever.fusion``),
+called with each chunk number's stand-in chunk (its id the number, its document and ordinal the
+stored ones), each document's centroid the unit mean of its stored chunk vectors, as the store
+computes it.
 Parameters are chosen by leave-one-set-out cross-validation: for each set, the value with the
 best mean over the other sets, scored on the held-out one ("held out" rows). nDCG@10 per set,
 the mean and the worst set.
@@ -27,13 +29,17 @@ import numpy as np
 
 from bench.retrieval_legs import dump_set
 from bench.retrieval_quality import DEFAULT_CACHE, ndcg_at
+from services.retriever import fusion
+from shared.contracts import Chunk, SourceKind
 from shared.embedding import OnnxEmbedder
+from shared.interfaces import Hit
 from shared.settings import Settings
 from shared.stores.records import centroids
 
 Leg = list[tuple[int, float]]  # (chunk number, score), best first
 Scores = dict[str, float]  # nDCG@10 per set
 QUERY_VECTORS = {"int8": "q_int8", "fp32 query": "q_fp32"}  # the product's embedder; sentence-transformers
+LEXICAL_LEGS = ("bm25", "exact")  # the product's names of the lexical legs, in the order legs list them
 
 
 @dataclass
@@ -48,6 +54,7 @@ class LegSet:
     centroid_scores: dict[str, np.ndarray]  # the same, query × the document of each chunk's centroid
     reference: list[list[str]]  # the whole-document fp32 ranking per query (corpus ids)
     chunk_centroids: np.ndarray  # row i: the centroid of chunk i's document
+    chunks: list[Chunk]  # chunk i as the product's fusion sees it: id "i", its document and ordinal
 
     @property
     def qrels(self) -> list[dict[str, int]]:
@@ -68,8 +75,21 @@ def load(path: Path) -> LegSet:
     names = [to_id[name] for name in dump["reference_names"]]
     reference_scores = dump["q_fp32"] @ dump["reference_vectors"].T
     reference = [[names[i] for i in np.argsort(-row)[:100]] for row in reference_scores]
-    parts = (doc_of_chunk, dump["ordinals"], scores, centroid_scores, reference, chunk_centroids)
+    chunks = stand_in_chunks(doc_of_chunk, dump["ordinals"], dump["files"])
+    parts = (doc_of_chunk, dump["ordinals"], scores, centroid_scores, reference, chunk_centroids, chunks)
     return LegSet(dump["set"], dump, *parts)
+
+
+def stand_in_chunks(doc_of_chunk: list[str], ordinals: np.ndarray, files: list[str]) -> list[Chunk]:
+    """Chunk ``i`` as the product's fusion sees it: id ``"i"``, its document and its ordinal."""
+    rows = zip(doc_of_chunk, ordinals.tolist(), files, strict=True)
+    return [
+        Chunk(
+            id=str(i), document_id=document, ordinal=int(ordinal), text="", char_start=0, char_end=0,
+            title="", source_uri=file, kind=SourceKind.TEXT,
+        )
+        for i, (document, ordinal, file) in enumerate(rows)
+    ]  # fmt: skip
 
 
 def centroid_of_chunk(doc_of_chunk: list[str], vectors: np.ndarray) -> np.ndarray:
@@ -85,44 +105,46 @@ def dense_leg(s: LegSet, q: int, pool: int, bonus: float, centroid_weight: float
 
 def leg_of(s: LegSet, cosines: np.ndarray, whole: np.ndarray, pool: int, bonus: float, weight: float) -> Leg:
     """The ``pool`` chunks of highest ``cosines`` (one per chunk; ``whole``: to each chunk's
-    document centroid), scored by :func:`in_documents`, best first."""
-    top = np.argsort(-cosines, kind="stable")[:pool]
-    blended = in_documents(s, cosines, whole, top, bonus, weight)
-    return sorted(zip(top.tolist(), blended.tolist(), strict=True), key=lambda item: -item[1])
+    document centroid), scored by :func:`dense_scored`, best first."""
+    return dense_scored(s, np.argsort(-cosines, kind="stable")[:pool], cosines, whole, bonus, weight)
 
 
-def in_documents(
-    s: LegSet, cosines: np.ndarray, whole: np.ndarray, chunks: np.ndarray, bonus: float, weight: float
-) -> np.ndarray:
-    """The product's dense score of ``chunks``: ``(1 - w) × (cosine + bonus for a lead chunk) + w ×
-    the document centroid's cosine`` (``services.retriever.fusion.in_documents``)."""
-    own = cosines[chunks] + np.where(s.ordinals[chunks] == 0, bonus, 0.0)
-    return (1 - weight) * own + weight * whole[chunks]
+def dense_scored(
+    s: LegSet, chunks: np.ndarray, cosines: np.ndarray, whole: np.ndarray, bonus: float, weight: float
+) -> Leg:
+    """``chunks`` scored by the product's dense rule (``fusion.in_documents``: the lead bonus and
+    the document centroid's share), best first."""
+    found = [Hit(chunk=s.chunks[i], score=float(cosines[i])) for i in chunks.tolist()]
+    centroid_scores = {s.doc_of_chunk[i]: float(whole[i]) for i in chunks.tolist()}
+    return numbered(fusion.in_documents(found, bonus, weight, centroid_scores))
 
 
-def min_max(leg: Leg) -> dict[int, float]:
-    if not leg:
-        return {}
-    values = [s for _, s in leg]
-    low, high = min(values), max(values)
-    return {i: 1.0 if high == low else (s - low) / (high - low) for i, s in leg}
+def numbered(hits: Sequence[Hit]) -> Leg:
+    return [(int(hit.chunk.id), hit.score) for hit in hits]
 
 
-def alpha_blend(dense: Leg, lexical: Sequence[Leg], alpha: float) -> list[int]:
-    """``alpha * dense + (1 - alpha) * best lexical`` over min-max scaled legs; chunk numbers, best first."""
-    scaled, lexical_part = min_max(dense), best_lexical(lexical)
-    order = list(dict.fromkeys([i for i, _ in dense] + [i for leg in lexical for i, _ in leg]))
-    fused = {i: alpha * scaled.get(i, 0.0) + (1 - alpha) * lexical_part.get(i, 0.0) for i in order}
-    return sorted(order, key=lambda i: -fused[i])
+def product_legs(s: LegSet, dense: Leg | None, lexical: Sequence[Leg]) -> dict[str, list[Hit]]:
+    """The legs as the product's fusion takes them, by the product's leg names."""
+    named = ({"dense:0": dense} if dense is not None else {}) | dict(zip(LEXICAL_LEGS, lexical, strict=True))
+    return {name: [Hit(chunk=s.chunks[i], score=score) for i, score in leg] for name, leg in named.items()}
 
 
-def best_lexical(lexical: Sequence[Leg]) -> dict[int, float]:
-    """Each chunk's best min-max scaled score over the lexical legs (BM25, exact)."""
-    best: dict[int, float] = {}
-    for leg in lexical:
-        for i, value in min_max(leg).items():
-            best[i] = max(best.get(i, 0.0), value)
-    return best
+def alpha_blend(s: LegSet, dense: Leg, lexical: Sequence[Leg], alpha: float) -> list[int]:
+    """The product's α-blend (``fusion.alpha_blend``) of the dense and lexical legs; chunk numbers,
+    best first."""
+    return [int(c.chunk.id) for c in fusion.alpha_blend(product_legs(s, dense, lexical), alpha)]
+
+
+def best_lexical(s: LegSet, lexical: Sequence[Leg]) -> dict[int, float]:
+    """Each chunk's lexical part of the product's α-blend (its best min-max scaled score over BM25
+    and exact): the blend with α 0 leaves nothing else."""
+    blended = fusion.alpha_blend(product_legs(s, None, lexical), 0.0)
+    return {int(c.chunk.id): c.fused_score for c in blended}
+
+
+def scaled(leg: Leg) -> dict[int, float]:
+    """A leg's scores min-max scaled as the product's fusion scales them (``fusion.min_max``)."""
+    return dict(zip((i for i, _ in leg), fusion.min_max([v for _, v in leg]), strict=True)) if leg else {}
 
 
 def documents(chunks: Sequence[int], doc_of_chunk: Sequence[str]) -> list[str]:
@@ -163,7 +185,7 @@ def fused_rule(
         exact_depth = min(p for p in s.dump["exact"] if p >= min(pool, exact_pool))
         lexical = [s.dump["bm25"][q][:pool], s.dump["exact"][exact_depth][q][:pool]]
         weight = alpha(s, q) if callable(alpha) else alpha
-        return documents(alpha_blend(dense, lexical, weight), s.doc_of_chunk)
+        return documents(alpha_blend(s, dense, lexical, weight), s.doc_of_chunk)
 
     return rule
 

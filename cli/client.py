@@ -110,6 +110,15 @@ class GatewayClient:
         body = self._checked(self._http.get(f"/v1/index/{job_id}")).json()
         return ScanReport.model_validate(body["report"]) if body.get("report") else None
 
+    def scrape(self, refetch_all: bool = False) -> str:
+        """Start the scrape job (``POST /v1/scrape``); its id."""
+        body = {"refetch_all": refetch_all}
+        return str(self._checked(self._http.post("/v1/scrape", json=body)).json()["job_id"])
+
+    def scrape_events(self, job_id: str) -> Iterator[Event]:
+        """The scrape job's events, then those of the index job it queued (same id)."""
+        return self.follow(f"/v1/scrape/{job_id}/events")
+
     def evidence(self, question_id: str, number: int) -> dict[str, object]:
         return dict(self._checked(self._http.get(f"/v1/questions/{question_id}/citations/{number}")).json())
 

@@ -38,6 +38,7 @@ from shared.redis_auth import (
 from shared.safe_files import write_private
 from shared.settings import Settings
 from shared.topology import WORKERS, Worker
+from shared.worker import Launch, worker_argv
 
 
 @dataclass(frozen=True)
@@ -49,16 +50,8 @@ class ProcessSpec:
 
 def celery_worker(worker: Worker, concurrency: int = 1, name: str | None = None) -> ProcessSpec:
     """``worker`` of the topology as a local process, under its own name or ``name``."""
-    name = name or worker.name
-    queues = ",".join(worker.queues)
-    return ProcessSpec(
-        name,
-        [
-            sys.executable, "-m", "celery", "-A", worker.module, "worker",
-            "-Q", queues, "-n", f"{name}@%h", "--concurrency", str(concurrency), "--pool", worker.pool,
-            "--loglevel", "INFO", "--without-gossip", "--without-mingle",
-        ],
-    )  # fmt: skip
+    launch = Launch(name=name, concurrency=concurrency, loglevel="INFO", alone=True)
+    return ProcessSpec(name or worker.name, worker_argv(worker, launch))
 
 
 # How many tasks each worker runs at once on one machine (1 unless said here): the reranker's threads

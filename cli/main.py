@@ -244,20 +244,29 @@ def scrape_library(
         bool, typer.Option("--refetch-all", help="Fetch every thread, not only those whose listing moved.")
     ] = False,
     no_index: Annotated[
-        bool, typer.Option("--no-index", help="Export only; do not index the folder.")
+        bool, typer.Option("--no-index", help="Do not wait for the indexing (it goes on in Hindsight).")
     ] = False,
     headless: Annotated[
-        bool, typer.Option("--headless", help="No browser window (Cloudflare often challenges headless).")
+        bool, typer.Option("--headless", help="Refused: set the worker's HINDSIGHT_SCRAPE_HEADLESS.")
     ] = False,
-    export_dir: ExportDir = None,
+    export_dir: Annotated[
+        Path | None, typer.Option("--export-dir", help="Refused: set the worker's HINDSIGHT_EXPORT_DIR.")
+    ] = None,
 ) -> None:
-    """Export the library (only new or changed threads are written), then index the export folder."""
+    """Export the library through Hindsight's scrape worker (only new or changed threads are written),
+    then index what changed; logs in here first when asked or never done."""
     from cli.actions import scrape
 
-    with scraper_errors():
-        report = scrape.scrape(
-            scrape.settings_for(export_dir), login, refetch_all, index=not no_index, headless=headless or None
+    worker_setting = "HINDSIGHT_SCRAPE_HEADLESS=true" if headless else "HINDSIGHT_EXPORT_DIR"
+    if headless or export_dir:
+        console.print(
+            f"[red]the scrape worker exports with its own settings: set {worker_setting} and restart "
+            "Hindsight (`hindsight down`, then `hindsight up`)[/]",
+            soft_wrap=True,
         )
+        raise typer.Exit(2)
+    with scraper_errors():
+        report = scrape.scrape(get_settings(), login, refetch_all, index=not no_index)
     if report.failed:
         raise typer.Exit(2)
 

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Entry point of the worker images: gives this container's Celery node a name no other copy has, then
-# runs the command with that name in place of Celery's `%h`.
+# Entry point of the worker images: gives this container's Celery node a host part no other copy has,
+# in WORKER_HOST, which `python -m shared.worker <name>` (the images' command) puts in the
+# node's name in place of Celery's `%h`, then runs the command.
 #
 # Scaled copies (`--scale mapper=2`) on one host's network share its hostname, so `mapper@%h` would
 # name both alike and Flower and /healthz would count one worker. The host part written to
@@ -9,6 +10,7 @@
 set -eu
 node_host="${HOSTNAME:-$(hostname)}-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s' "$node_host" > /tmp/celery-node-host
+export WORKER_HOST="$node_host"
 if [ -n "${HINDSIGHT_XVFB_DISPLAY:-}" ]; then
   Xvfb "$HINDSIGHT_XVFB_DISPLAY" -screen 0 1280x1024x24 -nolisten tcp -nolisten local >/tmp/xvfb.log 2>&1 &
   export DISPLAY="$HINDSIGHT_XVFB_DISPLAY"
@@ -17,8 +19,4 @@ if [ -n "${HINDSIGHT_XVFB_DISPLAY:-}" ]; then
     sleep 0.2
   done
 fi
-for arg; do
-  shift
-  set -- "$@" "$(printf '%s' "$arg" | sed "s/%h/$node_host/g")"
-done
 exec "$@"

@@ -3,8 +3,9 @@
 Services never import each other: they send tasks by the names below. Everything that routes, starts
 or waits for a task derives from these tables: Celery's routing (``shared.celery_app``), the chain the
 gateway starts for a question, the queues its backpressure counts and ``/healthz`` waits for, and the
-workers ``hindsight up`` starts. ``tests/shared/test_topology.py`` checks the Dockerfile's and the
-compose file's worker commands against :data:`WORKERS`.
+workers ``hindsight up`` starts, and every worker's command line (``shared.worker``, which the local
+stack, the images and the tests call). ``tests/shared/test_topology.py`` checks the Dockerfile's and
+the compose file's worker commands against :data:`WORKERS`.
 
 A question runs ``QUESTION_CHAIN`` in order; its last stage replaces itself by ``MAP_CHORD``: one map
 task per batch of candidates, in parallel on the map queue, then one reduce that writes the answer.
@@ -76,9 +77,11 @@ MAP_CHORD = Chord(header=SYNTHESIZE_MAP, body=SYNTHESIZE_REDUCE)
 
 @dataclass(frozen=True)
 class Worker:
-    """A kind of worker process: ``celery -A <module> worker -Q <queues> -n <name>@%h --pool <pool>``.
+    """A kind of worker process: ``celery -A <module> worker -Q <queues> -n <name>@%h --pool <pool>
+    --concurrency <concurrency>`` (``shared.worker`` builds it).
 
-    ``always_on`` workers are the ones ``hindsight up`` starts. ``required`` ones are what answering
+    ``concurrency`` is how many tasks one container runs at once (``hindsight up`` sets its own, per
+    machine). ``always_on`` workers are the ones ``hindsight up`` starts. ``required`` ones are what answering
     questions and indexing need: ``/healthz`` is ``ok`` only when each of their queues has a live
     worker. The scraper is started but not required: a stack without it still answers, and
     ``POST /v1/scrape`` says so when no scrape worker is there.
@@ -88,18 +91,19 @@ class Worker:
     module: str
     queues: tuple[Queue, ...]
     pool: Literal["prefork", "threads"] = "prefork"
+    concurrency: int = 1
     always_on: bool = True
     required: bool = True
 
 
 WORKERS: tuple[Worker, ...] = (
     Worker("scraper", "services.scraper.tasks", (Queue.SCRAPE,), required=False),
-    Worker("indexer", "services.indexer.tasks", (Queue.INDEX,)),
-    Worker("retriever", "services.retriever.tasks", (Queue.RETRIEVE,)),
+    Worker("indexer", "services.indexer.tasks", (Queue.INDEX,), concurrency=2),
+    Worker("retriever", "services.retriever.tasks", (Queue.RETRIEVE,), concurrency=2),
     # Threads share one warm ONNX session whose micro-batcher merges concurrent questions' pairs.
-    Worker("reranker", "services.reranker.tasks", (Queue.RERANK,), pool="threads"),
+    Worker("reranker", "services.reranker.tasks", (Queue.RERANK,), pool="threads", concurrency=8),
     Worker("mapper", "services.synthesizer.tasks", (Queue.MAP,)),
-    Worker("reducer", "services.synthesizer.tasks", (Queue.REDUCE,)),
+    Worker("reducer", "services.synthesizer.tasks", (Queue.REDUCE,), concurrency=2),
 )
 
 QUEUES: tuple[Queue, ...] = tuple(Queue)

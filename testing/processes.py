@@ -1,5 +1,5 @@
 """Real local processes for tests and benchmarks: a free loopback port, a private ``redis-server``,
-and polling until something is up.
+a Celery worker of the topology, and polling until something is up.
 
 Nothing here uses the Redis on 6379: each caller starts its own ``redis-server`` on a free port,
 which demands a password (this process's ``REDIS_PASSWORD``, in every URL ``redis_url_for`` gives), as
@@ -13,7 +13,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -23,7 +23,10 @@ import redis
 
 from shared.redis_auth import acl_rules, with_credentials
 from shared.safe_files import write_private
+from shared.topology import worker
+from shared.worker import Launch, worker_argv
 
+REPO = Path(__file__).resolve().parents[1]
 REDIS_DATABASES = 256
 REDIS_USER = "tests"
 REDIS_PASSWORD = secrets.token_hex(16)
@@ -80,6 +83,20 @@ def running_redis(workdir: Path) -> Iterator[str]:
         yield redis_url_for(port)
     finally:
         stop_redis_server(process)
+
+
+def start_worker(name: str, launch: Launch, env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """The topology's worker ``name`` run as ``launch`` says, from this checkout, in a session of its
+    own (``os.killpg`` stops it with its pool), its output appended to ``log``."""
+    with log.open("ab") as output:
+        return subprocess.Popen(
+            worker_argv(worker(name), launch),
+            cwd=REPO,
+            env=dict(env),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def wait_for(check: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.05) -> T:

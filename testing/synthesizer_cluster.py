@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,9 +14,9 @@ from celery import Celery
 
 from shared.contracts import Answer, Event, RerankedQuestion
 from shared.events import EventStream, answer_key, load_result
-from shared.topology import SYNTHESIZE_FAN_OUT, TASK_QUEUES, worker
-
-ROOT = Path(__file__).resolve().parents[1]
+from shared.topology import SYNTHESIZE_FAN_OUT, TASK_QUEUES
+from shared.worker import Launch
+from testing.processes import REPO, start_worker
 
 
 class SynthesizerCluster:
@@ -75,27 +74,19 @@ def synthesizer_workers(
     """
     env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": str(REPO),
         "HINDSIGHT_REDIS_URL": redis_url,
         "HINDSIGHT_DATA_DIR": str(data_dir),
         "HINDSIGHT_LLM_THREADS": "1",
         **settings,
     }
-    mapper, reducer = worker("mapper"), worker("reducer")
-    roles = [(f"mapper{i}", mapper) for i in range(mappers)] + [("reducer", reducer)]
+    roles = [(f"mapper{i}", "mapper") for i in range(mappers)] + [("reducer", "reducer")]
     data_dir.mkdir(parents=True, exist_ok=True)
-    log = (data_dir / "workers.log").open("ab")
+    log = data_dir / "workers.log"
     processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", role.module, "worker", "-Q", ",".join(role.queues),
-             "-n", f"{name}-{os.getpid()}@%h", "--pool", "solo", "--loglevel", "WARNING"],
-            env=env,
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        start_worker(role, Launch(name=f"{name}-{os.getpid()}", pool="solo", loglevel="WARNING"), env, log)
         for name, role in roles
-    ]  # fmt: skip
+    ]
     app = celery_app_for(redis_url)
     try:
         wait_for_workers(app, [f"{name}-{os.getpid()}" for name, _ in roles], processes)
@@ -108,4 +99,3 @@ def synthesizer_workers(
                 process.wait(20)
             except subprocess.TimeoutExpired:
                 process.kill()
-        log.close()

@@ -10,6 +10,7 @@ Watching re-syncs the folder after every settled burst of changes
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,8 +79,8 @@ def plain_line(update: BarUpdate) -> str | None:
     return update.description if update.total is None else f"{update.total} files to index"
 
 
-def follow_plainly(client: GatewayClient, job_id: str) -> None:
-    for event in client.index_events(job_id):
+def follow_plainly(events: Iterable[Event]) -> None:
+    for event in events:
         update = bar_update(event)
         if update is None:
             continue
@@ -89,10 +90,10 @@ def follow_plainly(client: GatewayClient, job_id: str) -> None:
             console.print(line, highlight=False, soft_wrap=True, markup=False)
 
 
-def follow_job(client: GatewayClient, job_id: str) -> None:
-    """The job's progress as a live bar in a terminal, else as plain lines."""
+def follow_job(events: Iterable[Event]) -> None:
+    """An index job's progress, from its ``events``, as a live bar in a terminal, else as plain lines."""
     if not console.is_terminal:
-        follow_plainly(client, job_id)
+        follow_plainly(events)
         return
     columns = (
         SpinnerColumn(),
@@ -104,7 +105,7 @@ def follow_job(client: GatewayClient, job_id: str) -> None:
     )
     with Progress(*columns, console=console) as bar:
         task: TaskID = bar.add_task("scanning", total=None, rate="", eta="–")
-        for event in client.index_events(job_id):
+        for event in events:
             update = bar_update(event)
             if update is None:
                 continue
@@ -153,7 +154,7 @@ def run_index(
         console.print(f"[red]not indexed[/red]: {shown(exc)}")
         return None
     job_id = client.index(str(root), force)
-    follow_job(client, job_id)
+    follow_job(client.index_events(job_id))
     report = client.index_report(job_id)
     if report is not None:
         render_report(report)

@@ -2,31 +2,39 @@
 Perplexity's own export files (no browser at all); then index the folder through the gateway.
 
 Each action prints what it did and returns the export's counts; a :class:`ScraperError` carries the
-message the user needs (what to install, how to log in). Scraping runs here, in the user's own
-browser session (headful unless ``--headless``); the indexing is the gateway's index job, shown with
-the same progress bar as ``hindsight index``.
+message the user needs (what to install, how to log in). Scraping is the gateway's scrape job
+(``POST /v1/scrape``), as the page and the scheduled sync start it: the scrape worker exports with
+its own settings and queues the indexing of what changed, shown with the same progress bar as
+``hindsight index``. Only the login runs here, in a browser window on this machine; imports read
+local files and write the export folder here.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from cli.actions.index import index_when_running
+from cli.actions.index import follow_job, render_report
+from cli.client import GatewayClient, default_client
 from cli.console import console, shown
 from services.scraper import (
     DATA_EXPORT_MAX_BYTES,
     Imported,
-    export_library,
+    ScraperError,
     interactive_login,
     threads_from_data_export,
     threads_from_markdown_dir,
     write_threads,
 )
-from shared.contracts import ExportReport
+from shared.contracts import Event, ExportReport, ScanReport
 from shared.settings import Settings, get_settings
+
+SCRAPE_STAGE = "scrape"
+INDEX_STAGE = "index"
+AGAIN = "run `hindsight scrape` again"
 
 
 def settings_for(export_dir: Path | None) -> Settings:
@@ -73,13 +81,34 @@ def private_export_folder(settings: Settings) -> Path:
     return folder
 
 
-def index_export(export_dir: Path) -> None:
-    """Index the export folder, or say it was exported but not indexed and what to run."""
-    index_when_running(
-        export_dir,
-        f"[yellow]exported but not indexed[/]: indexing needs the stack (`hindsight up`), "
-        f"then `hindsight index {export_dir}`",
-    )
+@dataclass
+class ScrapeJob:
+    """What the scrape job's stream said: the export's ``done`` event and the report of the index job
+    it queued. That job may end before the export's ``done`` event is written (when nothing it read
+    changed), so either may come first; the stream ends with the later one."""
+
+    export: Event | None = None
+    indexed: ScanReport | None = None
+
+    def heard(self, event: Event) -> Event:
+        """Keep the events that end the export or the indexing; a failed export raises
+        :class:`ScraperError` with the worker's sentence."""
+        if event.stage == SCRAPE_STAGE and event.status == "failed":
+            raise ScraperError(event.detail)
+        if event.stage == SCRAPE_STAGE and event.status == "done":
+            self.export = event
+        if event.stage == INDEX_STAGE and event.status in ("done", "failed") and event.data:
+            self.indexed = ScanReport.model_validate(event.data)
+        return event
+
+    def report(self, export_dir: Path) -> ExportReport:
+        """The export's counts, as ``done`` carries them; the export folder is the one configured here."""
+        if self.export is None:
+            raise ScraperError(
+                "the scrape job's events ended before its export did: run `hindsight scrape` again"
+            )
+        counts = {k: v for k, v in self.export.data.items() if k != "index_queued"}
+        return ExportReport.model_validate({**counts, "export_dir": str(export_dir)})
 
 
 def scrape(
@@ -88,25 +117,43 @@ def scrape(
     refetch_all: bool = False,
     *,
     index: bool = True,
-    headless: bool | None = None,
+    client: GatewayClient | None = None,
 ) -> ExportReport:
-    """Export the library (logging in first when asked or never done), then index the export folder
-    unless ``index`` is false; only new or changed threads are written."""
-    if headless is not None:
-        settings = settings.model_copy(update={"scrape_headless": headless})
-    private_export_folder(settings)
+    """Log in first when asked or never done, then run the scrape job through the gateway: print the
+    export's counts, then (unless ``index`` is false: the indexing goes on without being shown)
+    follow the indexing of what changed and print its report. Only new or changed threads are
+    written. A failed export raises :class:`ScraperError` with the worker's sentence; a refusal or an
+    unreachable gateway, :class:`cli.client.GatewayError` or ``httpx.TransportError``."""
     if login or not settings.perplexity_state_path.exists():
         log_in(settings)
+    client = client or default_client()
+    job = ScrapeJob()
+    events = (job.heard(event) for event in client.scrape_events(client.scrape(refetch_all)))
+    first_of_index = exporting(events)
+    if job.export is not None:
+        print_report(job.report(settings.export_root))
+        if not index or not job.export.data.get("index_queued"):
+            return job.report(settings.export_root)
+    follow_job(itertools.chain(first_of_index, events))  # a late ``done`` of the export is heard here
+    if first_of_index:
+        print_report(job.report(settings.export_root))
+    if job.indexed is not None:
+        render_report(job.indexed)
+    return job.report(settings.export_root)
+
+
+def exporting(events: Iterator[Event]) -> list[Event]:
+    """Show the export's progress until its ``done`` event, or until the index job's first event
+    comes before it (returned, for the progress bar)."""
     with console.status("exporting the Perplexity library") as status:
-
-        def show(detail: str, _data: dict[str, Any]) -> None:
-            status.update(f"exporting the Perplexity library: {detail}")
-
-        report = export_library(settings, refetch_all=refetch_all, progress=show)
-    print_report(report)
-    if index:
-        index_export(Path(report.export_dir))
-    return report
+        for event in events:
+            if event.stage != SCRAPE_STAGE:
+                return [event]
+            if event.status == "progress":
+                status.update(f"exporting the Perplexity library: {event.detail}")
+            if event.status == "done":
+                return []
+    return []
 
 
 def import_threads(settings: Settings, load: Callable[[Settings], Imported]) -> ExportReport:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.test_retrieval_quality import TOPICS, run_bench, table_row, write_beir
+from tests.bench.conftest import TOPICS, run_bench, table_row, write_beir
 from tests.conftest import REPO, require_embedder
 
 pytestmark = pytest.mark.integration

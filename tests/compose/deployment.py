@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from shared.worker import container_argv
 from tests.conftest import REPO
 
 DOCKERFILE = REPO / "Dockerfile"
@@ -42,9 +43,15 @@ class Service:
 
     @property
     def module(self) -> str:
-        """The module its process starts: ``celery -A <module>`` or ``python -m <module>``."""
-        flag = "-A" if self.command[0] == "celery" else "-m"
-        return self.command[self.command.index(flag) + 1]
+        """The module its process starts: ``celery -A <module>``, the worker's module for ``python -m
+        shared.worker <name>``, or ``python -m <module>``."""
+        command = list(
+            container_argv(self.command[3], [], {})
+            if self.command[1:3] == ("-m", "shared.worker")
+            else self.command
+        )
+        flag = "-A" if "celery" in command else "-m"
+        return command[command.index(flag) + 1]
 
 
 def _stages() -> dict[str, list[str]]:

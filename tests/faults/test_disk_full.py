@@ -12,10 +12,7 @@ again succeeds and the store holds exactly the new version.
 
 from __future__ import annotations
 
-import errno
-import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -27,31 +24,14 @@ from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore, chunk_row
 from tests.conftest import require_embedder
+from tests.faults.conftest import assert_manifest_agrees, fill, mounted_tmpfs
 from tests.faults.files import write_notes
 from tests.faults.store_writer import DIMENSION, MAX_CHUNKS, written_document
-from tests.faults.test_store_crash import assert_manifest_agrees
 
 pytestmark = pytest.mark.integration
 
 DOCUMENTS = 10
 VOLUME = "8m"
-
-
-@contextmanager
-def mounted_tmpfs(mountpoint: Path, size: str) -> Iterator[Path]:
-    """A tmpfs of ``size`` (mode 0700) mounted at ``mountpoint`` for the block; skips where mounting is
-    not allowed (not root)."""
-    mountpoint.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(mountpoint)],
-        capture_output=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield mountpoint
-    finally:
-        subprocess.run(["umount", "-l", str(mountpoint)], check=True)
 
 
 @pytest.fixture
@@ -68,19 +48,6 @@ def write_version(store: LanceDBStore, write: str, chunks_each: int, text_bytes:
         documents.append(document)
         chunks += [c.model_copy(update={"text": text, "char_end": len(text)}) for c in document_chunks]
     store.replace_documents(documents, chunks, np.ones((len(chunks), DIMENSION), dtype=np.float32))
-
-
-def fill(disk: Path, leave_bytes: int) -> Path:
-    """A file taking all the free space but ``leave_bytes``."""
-    filler = disk / "filler"
-    with open(filler, "wb") as handle:
-        try:
-            while True:
-                handle.write(b"\0" * 65536)
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    filler.write_bytes(b"\0" * max(0, filler.stat().st_size - leave_bytes))
-    return filler
 
 
 def test_a_write_that_fills_the_disk_fails_and_leaves_the_previous_version_readable(small_disk: Path) -> None:

@@ -27,11 +27,9 @@ from shared.contracts import QuestionOptions
 from shared.index_jobs import read_progress
 from shared.topology import WORKERS
 from testing.processes import free_port, redis_url_for, start_redis_server, stop_redis_server, wait_for
+from tests.faults.conftest import answered, compose_redis_persistence, fill, mounted_tmpfs, progress_of
 from tests.faults.files import write_notes
 from tests.faults.stack import FaultStack, assert_store_holds_exactly, index_report
-from tests.faults.test_disk_full import fill, mounted_tmpfs
-from tests.faults.test_index_faults import compose_redis_persistence, progress_of
-from tests.faults.test_question_faults import answered
 
 pytestmark = pytest.mark.integration
 

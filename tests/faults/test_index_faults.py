@@ -14,14 +14,12 @@ from pathlib import Path
 
 import pytest
 import redis
-import yaml
 
 from cli.local_stack import celery_worker
-from shared.contracts import IndexProgress
 from shared.index_jobs import read_progress
 from shared.topology import worker
 from testing.processes import free_port, redis_url_for, start_redis_server, stop_redis_server, wait_for
-from tests.conftest import REPO
+from tests.faults.conftest import compose_redis_persistence, progress_of
 from tests.faults.files import bad_writers, write_bad_files, write_notes
 from tests.faults.stack import FaultStack, assert_store_holds_exactly, index_report
 
@@ -29,14 +27,6 @@ pytestmark = pytest.mark.integration
 
 MAX_FILE_BYTES = 50_000
 INDEXERS = ("indexer-a", "indexer-b")
-
-
-def compose_redis_persistence() -> tuple[str, ...]:
-    """The flags production Redis runs with, read from the compose file so the two cannot drift."""
-    command = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]["redis"]["command"]
-    flags = command[command.index("redis-server") + 1 :]  # after the password file's shell wrapper
-    assert flags[flags.index("--appendonly") + 1] == "yes"
-    return tuple(flags)
 
 
 class RestartableRedis:
@@ -89,12 +79,6 @@ def stack(
         yield stack
     finally:
         stack.down()
-
-
-def progress_of(stack: FaultStack, job_id: str) -> IndexProgress | None:
-    """The running job's progress as ``GET /v1/index/{job}`` shows it (none once the report is in)."""
-    body = stack.get(f"/v1/index/{job_id}")
-    return IndexProgress.model_validate(body["progress"]) if body.get("progress") else None
 
 
 def test_a_thousand_bad_files_are_each_reported_and_every_good_file_beside_them_is_indexed(

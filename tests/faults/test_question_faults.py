@@ -25,38 +25,17 @@ import pytest
 import redis
 from celery import Celery
 
-from cli.local_stack import ProcessSpec, celery_worker
 from shared.contracts import QuestionOptions, Strategy
-from shared.events import events_key
-from shared.topology import worker
 from testing.processes import wait_for
+from tests.faults.conftest import MAPPERS, RERANKERS, answered, long_note, question_events, worker_specs
 from tests.faults.stack import FaultStack, index_report
 
 pytestmark = pytest.mark.integration
 
-RERANKERS = ("reranker-a", "reranker-b")
-MAPPERS = ("mapper-a", "mapper-b")
 VISIBILITY_TIMEOUT_S = 20
 # Longer than a redelivery takes (the visibility timeout, then a map batch), so only a lost batch is resent.
 STALL_S = 40
 BURST = 50
-
-
-def worker_specs(standin_dir: Path) -> list[ProcessSpec]:
-    reranker_env = {
-        "HINDSIGHT_RERANKER_MODEL_DIR": str(standin_dir),
-        "HINDSIGHT_RERANKER_PRECISION": "fp32",
-    }
-    mapper_env = {"HINDSIGHT_LLM": "custom", "HINDSIGHT_LLM_FACTORY": "tests.faults.slow_llm:slow_mapper"}
-    rerankers = [celery_worker(worker("reranker"), 2, name) for name in RERANKERS]
-    mappers = [celery_worker(worker("mapper"), 2, name) for name in MAPPERS]
-    return [
-        celery_worker(worker("indexer")),
-        celery_worker(worker("retriever")),
-        *(ProcessSpec(s.name, s.argv, reranker_env) for s in rerankers),
-        *(ProcessSpec(s.name, s.argv, mapper_env) for s in mappers),
-        celery_worker(worker("reducer")),
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -96,19 +75,6 @@ def stack(
         stack.down()
 
 
-def long_note(index: int) -> str:
-    """Several paragraphs, so chunks are long and scoring 30 of them takes the reranker seconds."""
-    paragraph = (
-        "Delivery over TCP is guaranteed by sequence numbers, acknowledgements and retransmission timers; "
-        "a sender keeps every unacknowledged segment and sends it again when the timer expires. "
-    )
-    return f"# Transport notes {index}\n\n" + "\n\n".join(paragraph * 3 for _ in range(4)) + "\n"
-
-
-def question_events(client: redis.Redis, question_id: str) -> list[dict[str, Any]]:
-    return [json.loads(fields[b"event"]) for _, fields in client.xrange(events_key(question_id))]
-
-
 def holder_of(
     inspector: Celery, stack: FaultStack, names: tuple[str, ...], task: str
 ) -> tuple[str, dict[str, Any]] | None:
@@ -138,12 +104,6 @@ def broker_state(client: redis.Redis) -> str:
 
 def is_mapped(event: dict[str, Any]) -> bool:
     return event["stage"] == "map" and event["status"] == "progress"
-
-
-def answered(stack: FaultStack, question_id: str) -> dict[str, Any] | None:
-    body = stack.get(f"/v1/questions/{question_id}")
-    assert body.get("status") != "failed", body
-    return body if body.get("status") == "done" else None
 
 
 def test_question_completes_when_its_reranker_and_then_its_mapper_are_killed_mid_stage(

@@ -26,9 +26,9 @@ import redis
 from shared.contracts import Event, QuestionOptions, Strategy
 from shared.events import events_key
 from testing.processes import free_port, redis_url_for, start_redis_server, stop_redis_server, wait_for
+from tests.faults.conftest import answered, long_note, question_events, worker_specs
 from tests.faults.files import write_notes
 from tests.faults.stack import FaultStack, assert_store_holds_exactly, index_report
-from tests.faults.test_question_faults import answered, long_note, question_events, worker_specs
 
 pytestmark = pytest.mark.integration
 

@@ -21,15 +21,14 @@ from pathlib import Path
 import pytest
 
 from cli.local_stack import celery_worker
-from shared.contracts import Chunk
 from shared.stores.lancedb_store import LanceDBStore
 from shared.topology import worker
 from testing.processes import wait_for
 from tests.conftest import REPO
+from tests.faults.conftest import assert_manifest_agrees, progress_of
 from tests.faults.files import write_notes
 from tests.faults.stack import FaultStack, assert_store_holds_exactly, index_report
 from tests.faults.store_writer import DIMENSION, DOCUMENTS, MAX_CHUNKS, document_uri
-from tests.faults.test_index_faults import progress_of
 
 pytestmark = pytest.mark.integration
 
@@ -58,20 +57,6 @@ def kill_writer_mid_write(store_dir: Path, seed: int, rng: random.Random) -> Non
     finally:
         os.killpg(writer.pid, signal.SIGKILL)
         writer.wait()
-
-
-def assert_manifest_agrees(store: LanceDBStore, max_chunks: int) -> dict[str, list[Chunk]]:
-    """Each manifest row's chunks have ordinals 0..n-1, n being the row's count unless the row is
-    pending, and every chunk of the store belongs to a row; returns the chunks by source uri."""
-    held = {
-        uri: store.document_chunks(entry.document_id, list(range(max_chunks + 1)))
-        for uri, entry in store.manifest().items()
-    }
-    for uri, entry in store.manifest().items():
-        assert [c.ordinal for c in held[uri]] == list(range(len(held[uri]))), uri
-        assert not entry.content_hash or len(held[uri]) == entry.chunk_count, uri
-    assert store.count_chunks() == sum(map(len, held.values())), "chunks that no manifest row claims"
-    return held
 
 
 def assert_no_half_written_document(store: LanceDBStore) -> int:

@@ -87,3 +87,11 @@ def gateway(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     )
     with running_gateway(env, data_dir) as running:
         yield running
+
+
+PAGES = [
+    "Chapter 1. Overview. libtasn1 parses and encodes ASN.1 structures with DER.",
+    "Chapter 2. Usage. The function asn1_der_coding encodes a structure in DER, and asn1_der_decoding "
+    "reads one back. Both return ASN1_SUCCESS when they succeed.",
+    "Chapter 3. Errors. asn1_strerror returns a string that describes an error code.",
+]

@@ -10,14 +10,8 @@ from services.gateway.evidence import cited_pdf_bytes, evidence_for
 from services.indexer.loaders import load_document
 from shared.citations import citation_place
 from shared.contracts import Citation
+from tests.gateway.conftest import PAGES
 from tests.indexer.documents import ARTICLE_HTML, write_pdf
-
-PAGES = [
-    "Chapter 1. Overview. libtasn1 parses and encodes ASN.1 structures with DER.",
-    "Chapter 2. Usage. The function asn1_der_coding encodes a structure in DER, and asn1_der_decoding "
-    "reads one back. Both return ASN1_SUCCESS when they succeed.",
-    "Chapter 3. Errors. asn1_strerror returns a string that describes an error code.",
-]
 
 
 def cite(path: Path, quote: str, page: int | None = None) -> Citation:

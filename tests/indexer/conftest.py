@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,8 @@ import pytest
 from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
-from testing.processes import free_port
+from shared.worker import Launch
+from testing.processes import free_port, start_worker
 from tests.conftest import require_embedder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,14 +45,10 @@ def store(settings: Settings, embedder: OnnxEmbedder) -> LanceDBStore:
 
 
 def start_index_worker(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
-    argv = [
-        sys.executable, "-m", "celery", "-A", "services.indexer.tasks", "worker", "-Q", "index",
-        "-n", f"indexer-test-{os.getpid()}-{free_port()}@%h", "--concurrency", "1", "--pool", "solo",
-        "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
-    ]  # fmt: skip
-    return subprocess.Popen(
-        argv, cwd=REPO, env=env, stdout=log_path.open("ab"), stderr=subprocess.STDOUT, start_new_session=True
-    )
+    """The indexer alone (solo pool: ``stop`` kills its one process), under a name of its own."""
+    name = f"indexer-test-{os.getpid()}-{free_port()}"
+    launch = Launch(name=name, pool="solo", concurrency=1, loglevel="INFO", alone=True, heartbeat=False)
+    return start_worker("indexer", launch, env, log_path)
 
 
 def worker_env(redis_url: str, data_dir: Path, roots: list[Path], **extra: str) -> dict[str, str]:

@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,20 +19,17 @@ import redis
 from shared.contracts import Plan, RerankedQuestion, SearchedQuestion
 from shared.events import RERANKER_STATUS_PREFIX as STATUS_KEY_PREFIX
 from shared.events import events_key
-from testing.processes import wait_for
+from shared.worker import Launch
+from testing.processes import start_worker, wait_for
 from tests.reranker.conftest import candidates, passages
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 
-def start_worker(env: dict[str, str], name: str, log: Path) -> subprocess.Popen[bytes]:
-    argv = [
-        sys.executable, "-m", "celery", "-A", "services.reranker.tasks", "worker", "-Q", "rerank",
-        "--pool", "threads", "--concurrency", "2", "-n", f"{name}@%h",
-        "--without-gossip", "--without-mingle", "--loglevel", "INFO",
-    ]  # fmt: skip
-    return subprocess.Popen(argv, cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+def start_reranker(env: dict[str, str], name: str, log: Path) -> subprocess.Popen[bytes]:
+    """The reranker as the topology runs it (thread pool), two threads, under ``name``."""
+    return start_worker("reranker", Launch(name=name, concurrency=2, loglevel="INFO", alone=True), env, log)
 
 
 def rerank_events(client: redis.Redis, question_id: str) -> list[dict[str, object]]:
@@ -75,7 +71,7 @@ def test_worker_killed_mid_batch_task_is_redelivered_and_completes(
         candidates=candidates(passages(200, seed=7)),
     )  # fmt: skip
 
-    first = start_worker(env, "rerank-a", tmp_path / "a.log")
+    first = start_reranker(env, "rerank-a", tmp_path / "a.log")
     try:
         wait_for(lambda: client.keys(f"{STATUS_KEY_PREFIX}*"), 120, "the worker's status heartbeat")
         status = json.loads(client.get(client.keys(f"{STATUS_KEY_PREFIX}*")[0]))
@@ -89,7 +85,7 @@ def test_worker_killed_mid_batch_task_is_redelivered_and_completes(
     finally:
         if first.poll() is None:
             first.kill()
-    second = start_worker(env, "rerank-b", tmp_path / "b.log")
+    second = start_reranker(env, "rerank-b", tmp_path / "b.log")
     try:
         payload = result.get(timeout=240)
     finally:

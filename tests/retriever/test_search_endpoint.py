@@ -17,7 +17,8 @@ from redis import Redis
 from cli.local_stack import redis_server_binary
 from shared.contracts import Question, SearchedQuestion
 from shared.events import decode_entry, events_key
-from testing.processes import free_port, wait_for
+from shared.worker import Launch
+from testing.processes import free_port, start_worker, wait_for
 
 from .conftest import index_corpus, models_dir
 
@@ -61,22 +62,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[dict[s
                 stderr=subprocess.STDOUT,
             )
         )
-        worker = [sys.executable, "-m", "celery", "-A", "services.retriever.tasks", "worker"]
-        worker += [
-            "-Q",
-            "retrieve",
-            "--pool",
-            "solo",
-            "--loglevel",
-            "INFO",
-            "--without-gossip",
-            "--without-mingle",
-        ]
-        started.append(
-            subprocess.Popen(
-                worker, cwd=REPO, env=env, stdout=(logs / "worker.log").open("w"), stderr=subprocess.STDOUT
-            )
-        )
+        launch = Launch(pool="solo", loglevel="INFO", alone=True)
+        started.append(start_worker("retriever", launch, env, logs / "worker.log"))
         server = [sys.executable, "-m", "services.gateway"]
         started.append(
             subprocess.Popen(

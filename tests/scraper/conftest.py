@@ -171,3 +171,63 @@ def settings(tmp_path: Path, replay: ReplayServer) -> Settings:
 def logged_in(settings: Settings) -> Settings:
     write_state(settings.perplexity_state_path, "token-ok")
     return settings
+
+
+def front_matter(path: Path) -> dict[str, str]:
+    head = path.read_text(encoding="utf-8").split("---\n")[1]
+    return {key: json.loads(value) for key, value in (line.split(": ", 1) for line in head.splitlines())}
+
+
+def section(markdown: str, question: str) -> str:
+    """The ``## question`` section of an exported thread: its answer and its own numbered sources."""
+    return markdown.split(f"## {question}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def data_export(path: Path) -> Path:
+    """The bulk data-request JSON with the fields public converters read."""
+    path.write_text(
+        json.dumps(
+            {
+                "conversations": [
+                    {
+                        "context_title": "Tea: green vs black?",
+                        "created_at": "2025-05-01T08:00:00Z",
+                        "mode": "copilot",
+                        "collection_uuid": None,
+                        "entries": [
+                            {
+                                "query": "Green or black tea for caffeine?",
+                                "answer": "Black tea has more [1].",
+                                "mode": "copilot",
+                                "created_at": "2025-05-01T08:00:00Z",
+                                "query_status": "COMPLETED",
+                            },
+                            {
+                                "query": "And matcha?",
+                                "answer": "Matcha has the most.",
+                                "mode": "copilot",
+                                "created_at": "2025-05-02T08:00:00Z",
+                                "query_status": "COMPLETED",
+                            },
+                        ],
+                    },
+                    {
+                        "context_title": "Untitled thoughts",
+                        "created_at": "2025-06-01T08:00:00Z",
+                        "mode": "concise",
+                        "collection_uuid": "c-1",
+                        "entries": [
+                            {
+                                "query": "Is it raining?",
+                                "answer": "No.",
+                                "mode": "concise",
+                                "created_at": "2025-06-01T08:00:00Z",
+                                "query_status": "COMPLETED",
+                            }
+                        ],
+                    },
+                ]
+            }
+        )
+    )
+    return path

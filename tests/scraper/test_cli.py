@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from cli.actions import scrape as scrape_action
 from cli.main import app, import_app, scrape_app
-from shared.settings import get_settings
+from shared.contracts import Event, ScanReport
+from shared.settings import Settings, get_settings
 from testing.processes import free_port
-from tests.scraper.conftest import CHROMIUM
-from tests.scraper.test_imports import data_export
+from tests.scraper.conftest import CHROMIUM, data_export
 
 
 @pytest.fixture
@@ -54,6 +56,16 @@ def test_scrape_without_a_usable_browser_says_what_to_install(env: Path) -> None
     assert "Chromium did not start" in result.output
 
 
+def test_scrape_refuses_the_options_the_scrape_worker_takes_from_its_own_settings(env: Path) -> None:
+    headless = CliRunner().invoke(scrape_app, ["--headless"])
+    elsewhere = CliRunner().invoke(scrape_app, ["--export-dir", str(env / "out")])
+
+    assert headless.exit_code == elsewhere.exit_code == 2
+    assert "set HINDSIGHT_SCRAPE_HEADLESS=true and restart" in " ".join(headless.output.split())
+    assert "set HINDSIGHT_EXPORT_DIR and restart" in " ".join(elsewhere.output.split())
+    assert not (env / "out").exists()
+
+
 def test_logging_in_without_a_desktop_says_where_to_log_in_instead(
     env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -86,3 +98,39 @@ def test_library_check_counts_threads_names_a_broken_file_and_says_when_search_c
         and "General/Broken.md: no Perplexity front matter" in said
     )
     assert "Hindsight is not running" in said or "hindsight up" in said
+
+
+class RecordedGateway:
+    """A stand-in for the gateway client at the CLI's edge: it replays one scrape job's stream as the
+    gateway sent it when the index job the export queued ended before the export's own ``done``."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.events = events
+
+    def scrape(self, refetch_all: bool = False) -> str:
+        return "job-1"
+
+    def scrape_events(self, job_id: str) -> Iterator[Event]:
+        return iter(self.events)
+
+
+def test_the_scrape_command_prints_the_export_and_its_indexing_when_the_index_job_ends_first(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings(data_dir=env / "data")
+    settings.perplexity_state_path.parent.mkdir(parents=True)
+    settings.perplexity_state_path.write_text("{}")
+    counts = {"discovered": 2, "fetched": 2, "new": 0, "changed": 1, "unchanged": 1, "gone": 0, "failed": 0}
+    indexed = ScanReport(job_id="job-1", root=str(settings.export_root), scanned=2, unchanged=2)
+    stream = [
+        Event(stream_id="job-1", stage="scrape", status="started"),
+        Event(stream_id="job-1", stage="scan", status="started"),
+        Event(stream_id="job-1", stage="index", status="done", data=indexed.to_payload()),
+        Event(stream_id="job-1", stage="scrape", status="done", data={**counts, "index_queued": True}),
+    ]
+
+    report = scrape_action.scrape(settings, client=RecordedGateway(stream))  # type: ignore[arg-type]
+
+    assert (report.discovered, report.changed) == (2, 1)
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"2 threads → {settings.export_root}: 0 new, 1 changed" in said and "scanned 2:" in said

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import stat
-from pathlib import Path
 
 import pytest
 
@@ -14,22 +13,13 @@ from services.scraper.exporter import export_library
 from services.scraper.session import interactive_login
 from shared.settings import Settings
 from testing.perplexity_replay import ReplayEntry, ReplayLibrary
+from tests.scraper.conftest import front_matter, section
 
 pytestmark = pytest.mark.browser
 
 QUANTUM = "Physics/Quantum error correction basics (AbCdEfGhIjKlMnOpQrStUv).md"
 RUST = "General/Rust borrow checker (BbCdEfGhIjKlMnOpQrStUv).md"
 SCRAPER_LIST_LIMIT = 3
-
-
-def front_matter(path: Path) -> dict[str, str]:
-    head = path.read_text(encoding="utf-8").split("---\n")[1]
-    return {key: json.loads(value) for key, value in (line.split(": ", 1) for line in head.splitlines())}
-
-
-def section(markdown: str, question: str) -> str:
-    """The ``## question`` section of an exported thread: its answer and its own numbered sources."""
-    return markdown.split(f"## {question}\n", 1)[1].split("\n## ", 1)[0]
 
 
 def exported(settings: Settings) -> dict[str, str]:

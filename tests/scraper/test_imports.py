@@ -14,60 +14,10 @@ from services.scraper.exporter import export_library
 from services.scraper.imports import threads_from_data_export, threads_from_markdown_dir, write_threads
 from shared.settings import Settings
 from testing.perplexity_replay import COOKIE, ReplayServer
-from tests.scraper.test_export_browser import front_matter, section
+from tests.scraper.conftest import data_export, front_matter, section
 
 BASE = "https://www.perplexity.ai"
 MAX_BYTES = 1_000_000
-
-
-def data_export(path: Path) -> Path:
-    """The bulk data-request JSON with the fields public converters read."""
-    path.write_text(
-        json.dumps(
-            {
-                "conversations": [
-                    {
-                        "context_title": "Tea: green vs black?",
-                        "created_at": "2025-05-01T08:00:00Z",
-                        "mode": "copilot",
-                        "collection_uuid": None,
-                        "entries": [
-                            {
-                                "query": "Green or black tea for caffeine?",
-                                "answer": "Black tea has more [1].",
-                                "mode": "copilot",
-                                "created_at": "2025-05-01T08:00:00Z",
-                                "query_status": "COMPLETED",
-                            },
-                            {
-                                "query": "And matcha?",
-                                "answer": "Matcha has the most.",
-                                "mode": "copilot",
-                                "created_at": "2025-05-02T08:00:00Z",
-                                "query_status": "COMPLETED",
-                            },
-                        ],
-                    },
-                    {
-                        "context_title": "Untitled thoughts",
-                        "created_at": "2025-06-01T08:00:00Z",
-                        "mode": "concise",
-                        "collection_uuid": "c-1",
-                        "entries": [
-                            {
-                                "query": "Is it raining?",
-                                "answer": "No.",
-                                "mode": "concise",
-                                "created_at": "2025-06-01T08:00:00Z",
-                                "query_status": "COMPLETED",
-                            }
-                        ],
-                    },
-                ]
-            }
-        )
-    )
-    return path
 
 
 def test_data_export_import_writes_the_scrape_layout_and_skips_on_reimport(tmp_path: Path) -> None:

@@ -3,24 +3,26 @@ auth, no worker → 503, one run at a time, and the events of the run."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
+from cli.actions import scrape as scrape_action
+from cli.client import GatewayClient
+from services.scraper import ScraperError
 from services.scraper.imports import threads_from_data_export, write_threads
 from shared.api_keys import KeyFile
 from shared.contracts import Event, LibraryCheck
 from shared.events import EventStream
 from shared.scrape_runs import SCRAPE_LOCK_KEY
+from shared.settings import Settings
+from shared.worker import Launch
 from testing.perplexity_replay import ReplayServer
-from testing.processes import free_port, wait_for
-from tests.gateway.conftest import REPO, Gateway, hindsight_env, running_gateway
-from tests.scraper.conftest import CHROMIUM, write_state
-from tests.scraper.test_imports import data_export
+from testing.processes import free_port, start_worker, wait_for
+from tests.gateway.conftest import Gateway, hindsight_env, running_gateway
+from tests.scraper.conftest import CHROMIUM, data_export, write_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -49,11 +51,8 @@ def gateway(redis_url: str, replay: ReplayServer, tmp_path: Path) -> Iterator[Ga
 
 
 @pytest.fixture
-def scrape_worker(gateway: Gateway) -> Iterator[None]:
-    argv = [sys.executable, "-m", "celery", "-A", "services.scraper.tasks", "worker", "-Q", "scrape"]
-    process = subprocess.Popen(
-        [*argv, "-n", "scraper@%h", "--concurrency", "1", "--loglevel", "WARNING"], cwd=REPO, env=gateway.env
-    )
+def scrape_worker(gateway: Gateway, tmp_path: Path) -> Iterator[None]:
+    process = start_worker("scraper", Launch(loglevel="WARNING"), gateway.env, tmp_path / "scraper.log")
     yield
     process.terminate()
     process.wait(20)
@@ -127,3 +126,32 @@ def test_the_library_check_route_reads_the_export_folder_back_through_the_scrape
     assert [(t.path, t.problem) for t in check.unreadable] == [
         ("General/Broken.md", "no Perplexity front matter (`source: perplexity`)")
     ]
+
+
+def test_the_scrape_command_runs_the_job_through_the_gateway_and_prints_the_exports_counts(
+    gateway: Gateway, scrape_worker: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``hindsight scrape`` (the CLI action, not waiting for the indexing: no index worker runs here)."""
+    client = GatewayClient(gateway.url, key_for(gateway), timeout_s=60)
+    wait_for(lambda: gateway.client(key_for(gateway)).get("/v1/library/perplexity").status_code == 200, 60,
+             "a live scrape worker")  # fmt: skip
+    settings = Settings(data_dir=gateway.data_dir)
+
+    report = scrape_action.scrape(settings, index=False, client=client)
+
+    assert (report.discovered, report.new, report.gone, report.failed) == (7, 6, 1, 0)
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"7 threads → {settings.export_root}: 6 new, 0 changed, 0 unchanged, 1 gone, 0 failed" in said
+    assert len(list(settings.export_root.rglob("*.md"))) == 6
+
+
+def test_a_failed_scrape_job_reaches_the_command_as_the_workers_sentence(
+    gateway: Gateway, scrape_worker: None
+) -> None:
+    write_state(gateway.data_dir / "perplexity-state.json", "token-expired")
+    client = GatewayClient(gateway.url, key_for(gateway), timeout_s=60)
+    wait_for(lambda: gateway.client(key_for(gateway)).get("/v1/library/perplexity").status_code == 200, 60,
+             "a live scrape worker")  # fmt: skip
+
+    with pytest.raises(ScraperError, match="hindsight scrape --login"):
+        scrape_action.scrape(Settings(data_dir=gateway.data_dir), client=client)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +15,8 @@ from celery import Celery
 from shared.contracts import IndexRequest, ScrapeReport, ScrapeRequest
 from shared.events import EventStream
 from shared.settings import Settings
+from shared.worker import Launch
+from testing.processes import start_worker
 from tests.scraper.conftest import CHROMIUM
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def worker(redis_url: str, logged_in: Settings) -> Iterator[None]:
+def worker(redis_url: str, logged_in: Settings, tmp_path: Path) -> Iterator[None]:
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -40,24 +40,7 @@ def worker(redis_url: str, logged_in: Settings) -> Iterator[None]:
         "HINDSIGHT_SCRAPE_THREAD_DELAY_S": "0",
         "HINDSIGHT_SCRAPE_THREAD_JITTER_S": "0",
     }
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "services.scraper.tasks",
-            "worker",
-            "-Q",
-            "scrape",
-            "--pool",
-            "solo",
-            "--loglevel",
-            "WARNING",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
+    process = start_worker("scraper", Launch(pool="solo", loglevel="WARNING"), env, tmp_path / "scraper.log")
     yield
     process.terminate()
     process.wait(timeout=20)

@@ -2,8 +2,8 @@
 and the gateway started as ``hindsight up`` starts them (the scrape worker among them).
 
 ``POST /v1/scrape`` exports through the scrape worker and indexes through the index job, then a
-question cites the scraped thread; ``hindsight scrape`` (the CLI action) exports here and indexes the
-same folder through the gateway.
+question cites the scraped thread; ``hindsight scrape`` (the CLI action) runs the same job through the
+gateway and shows the indexing of what it exported.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from tests.scraper.conftest import CHROMIUM, default_threads, write_state
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 PLANTED_FACT = "teal-otter-97"
+FOLLOW_UP_FACT = "amber-lynx-42"
 HERON = ReplayThread(
     uuid="99999999-9999-4999-8999-999999999999",
     slug="project-heron-launch-code-HbCdEfGhIjKlMnOpQrStUv",
@@ -114,7 +115,9 @@ def test_post_scrape_exports_and_indexes_then_a_question_cites_the_scraped_threa
     scrape_done = next(e for e in events if e.stage == "scrape" and e.status == "done")
     assert scrape_done.data["new"] == 7 and scrape_done.data["index_queued"] is True
     assert (events[-1].stage, events[-1].status) == ("index", "done"), events[-1].detail
-    assert post_scrape(stack).status_code == 202  # the lock was released: the next run may start
+    again = post_scrape(stack)
+    assert again.status_code == 202  # the lock was released: the next run may start
+    list(stack.client.follow(f"/v1/scrape/{again.json()['job_id']}/events"))  # ended: the next may run
 
     question_id = stack.client.ask("What is the launch code for Project Heron?")
     list(stack.client.question_events(question_id))
@@ -125,36 +128,45 @@ def test_post_scrape_exports_and_indexes_then_a_question_cites_the_scraped_threa
     assert Path(cited[0].source_uri).name == "Project Heron launch code (HbCdEfGhIjKlMnOpQrStUv).md"
 
 
-def test_the_scrape_command_exports_here_and_indexes_through_the_gateway(
-    stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_scrape_command_runs_the_job_through_the_gateway_and_shows_its_indexing(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("HINDSIGHT_DATA_DIR", str(stack.settings.data_dir))
     monkeypatch.setenv("HINDSIGHT_GATEWAY_URL", stack.settings.gateway_url)
     monkeypatch.setenv("HINDSIGHT_REDIS_URL", stack.settings.redis_url)
     get_settings.cache_clear()
-    export_dir = tmp_path / "cli-export"
+    heron = stack.replay.library.thread(HERON.slug)
+    assert heron is not None
+    heron.entries.append(
+        ReplayEntry("Who set it?", f"The flight director set {FOLLOW_UP_FACT} as the backup code.")
+    )
+    heron.last_query_datetime = "2025-07-28T10:00:00.000000"  # the listing moved: the thread is fetched
     try:
-        settings = scrape_action.settings_for(export_dir)
-        report = scrape_action.scrape(settings, headless=True)
+        report = scrape_action.scrape(get_settings())
     finally:
         get_settings.cache_clear()
 
-    assert report.new == 7
-    request = SearchRequest(query=PLANTED_FACT, mode=SearchMode.EXACT, limit=5)
+    assert report.changed == 1
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"threads → {stack.settings.export_root}: 0 new, 1 changed" in said
+    assert "scanned 7: 0 new, 1 changed" in said
+    request = SearchRequest(query=FOLLOW_UP_FACT, mode=SearchMode.EXACT, limit=5)
     found = stack.client.search(request, timeout_s=60).candidates
-    assert any(str(export_dir) in c.chunk.source_uri for c in found)
+    assert [Path(c.chunk.source_uri).name for c in found][:1] == [
+        "Project Heron launch code (HbCdEfGhIjKlMnOpQrStUv).md"
+    ]
 
 
 def test_library_check_counts_the_scraped_threads_and_finds_each_by_its_first_question(
-    stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    stack: Stack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("HINDSIGHT_DATA_DIR", str(stack.settings.data_dir))
     monkeypatch.setenv("HINDSIGHT_GATEWAY_URL", stack.settings.gateway_url)
     monkeypatch.setenv("HINDSIGHT_REDIS_URL", stack.settings.redis_url)
     get_settings.cache_clear()
     try:
-        settings = scrape_action.settings_for(tmp_path / "library")
-        scrape_action.scrape(settings, headless=True)
+        settings = get_settings()
+        scrape_action.scrape(settings)
         check, items = library_action.library_check(
             settings, library_action.gateway_search(settings.export_root)
         )

@@ -19,6 +19,8 @@ from cli.local_stack import LocalStack, ProcessSpec, redis_answers, redis_socket
 from shared.redis_auth import celery_url
 from shared.settings import Settings
 from shared.topology import INDEX_SCAN
+from shared.topology import worker as topology_worker
+from shared.worker import Launch, worker_argv
 from testing.processes import free_port
 from tests.conftest import REPO
 from tests.security.outsider import as_nobody
@@ -104,12 +106,8 @@ def test_a_worker_serves_tasks_through_the_password_and_never_logs_their_results
     user; the worker's log says the task succeeded, not what it returned."""
     local, env = stack
     url = env["HINDSIGHT_REDIS_URL"]
-    worker = ProcessSpec(
-        "sec-indexer",
-        [sys.executable, "-m", "celery", "-A", "services.indexer.tasks", "worker", "-Q", "index",
-         "--pool", "solo", "-n", "sec-indexer@%h", "--without-gossip", "--without-mingle",
-         "--loglevel", "INFO"],
-    )  # fmt: skip
+    launch = Launch(name="sec-indexer", pool="solo", loglevel="INFO", alone=True)
+    worker = ProcessSpec("sec-indexer", worker_argv(topology_worker("indexer"), launch))
     local.start(worker, env)
     app = Celery("sec", broker=celery_url(url), backend=celery_url(url))
     wait_until(lambda: bool(app.control.inspect(timeout=1).active_queues()), 60, "the worker")

@@ -22,6 +22,7 @@ from shared.topology import (
     Queue,
     Worker,
 )
+from shared.worker import container_argv
 from tests.conftest import REPO
 
 
@@ -88,8 +89,17 @@ def dockerfile_commands() -> dict[str, list[str]]:
     return commands
 
 
+def launched(command: list[str]) -> list[str]:
+    """The worker command line ``python -m shared.worker <name> …`` becomes (the entry point's host
+    unset), any other command as it is."""
+    if command[1:3] != ["-m", "shared.worker"]:
+        return command
+    return container_argv(command[3], command[4:], {})
+
+
 def compose_worker_commands() -> dict[str, tuple[list[str], dict[str, str]]]:
-    """Each compose service that runs a Celery worker: its command (its own or its image's) and env."""
+    """Each compose service that runs a Celery worker: its command (its own or its image's, as
+    ``shared.worker`` runs it) and env."""
     services = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]
     images = dockerfile_commands()
     found = {}
@@ -97,7 +107,8 @@ def compose_worker_commands() -> dict[str, tuple[list[str], dict[str, str]]]:
         command = service.get("command") or images.get(service.get("build", {}).get("target"), [])
         if isinstance(command, str):
             command = shlex.split(command)
-        if command[:1] == ["celery"] and "worker" in command:
+        command = launched(command)
+        if "celery" in command and "worker" in command:
             found[name] = (command, service.get("environment", {}))
     return found
 
@@ -110,4 +121,14 @@ def test_compose_runs_each_topology_worker_with_its_module_queues_and_pool() -> 
     for worker in WORKERS:
         argv, environment = commands[worker.name]
         assert parsed_worker_command(argv) == as_command(worker)
+        assert argv[argv.index("--concurrency") + 1] == str(worker.concurrency)
         assert environment.get("WORKER_NAME") == worker.name
+
+
+def test_no_image_or_compose_service_spells_a_worker_command_line() -> None:
+    """Every worker the deployment runs is ``python -m shared.worker <name>``: no queue, pool or
+    module is written by hand in the Dockerfile or compose."""
+    images = dockerfile_commands()
+    services = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]
+    written = [*images.values(), *(s["command"] for s in services.values() if "command" in s)]
+    assert [command for command in written if "celery" in command and "worker" in command] == []

@@ -11,7 +11,7 @@ from services.gateway.evidence import evidence_for
 from services.synthesizer.citations import cite
 from shared.contracts import Candidate, Citation, Fact
 from shared.source_text import decode_source
-from tests.synthesizer.test_extractive_answers import chunks_of
+from tests.synthesizer.conftest import chunks_of
 
 FRONT_MATTER = "---\ntitle: Café notes\nurl: https://www.perplexity.ai/search/cafe-XyZ\n---\n"
 FRENCH_BODY = (

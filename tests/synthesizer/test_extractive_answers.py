@@ -4,20 +4,17 @@ citations that count in the file's own characters."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pytest
 
-from services.indexer.loaders import load_document
 from services.synthesizer.citations import cite
 from services.synthesizer.extractive import extract_facts
 from services.synthesizer.llm_map import llm_extract_facts
-from services.synthesizer.reduce import NO_ANSWER, ReduceLimits, synthesize_answer
+from services.synthesizer.reduce import NO_ANSWER, synthesize_answer
 from services.synthesizer.stages import split_into_batches
 from shared.backends import create_embedder
 from shared.contracts import (
-    Answer,
     Candidate,
     Chunk,
     Fact,
@@ -26,47 +23,15 @@ from shared.interfaces import Embedder
 from shared.settings import Settings
 from testing.sample_candidates import reranked_question
 from tests.conftest import REPO, require_embedder
+from tests.synthesizer.conftest import LIMITS, ask, chunks_of
 from tests.synthesizer.scripted_llm import ScriptedLLM
 
-LIMITS = ReduceLimits.from_settings(Settings())
 FRONT_MATTER = "---\ntitle: Untitled\nuuid: 1234\n---\n"
 
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:
     return create_embedder(Settings(models_dir=require_embedder()))
-
-
-def chunks_of(path: Path, title: str, size: int = 0) -> list[Chunk]:
-    """The file's text as the indexer loads it (``load_document``: a Markdown file's body after its
-    front matter, ``body_start`` where it starts), in chunks of ``size`` characters (one chunk if 0)."""
-    loaded = load_document(path, 10_000_000)
-    body = loaded.text
-    document_id = hashlib.sha256(str(path).encode()).hexdigest()[:16]
-    size = size or len(body)
-    return [
-        Chunk(
-            id=f"{document_id}:{n}",
-            document_id=document_id,
-            ordinal=n,
-            text=body[start : start + size],
-            char_start=start,
-            char_end=min(start + size, len(body)),
-            title=title,
-            source_uri=str(path),
-            kind=loaded.kind,
-            body_start=loaded.body_start,
-        )
-        for n, start in enumerate(range(0, len(body), size))
-    ]
-
-
-def ask(question: str, chunks: list[Chunk], embedder: Embedder) -> Answer:
-    """Map and reduce without an LLM."""
-    state = reranked_question(question, chunks)
-    results = [extract_facts(batch, embedder) for batch in split_into_batches(state, 10)]
-    answer, _ = synthesize_answer(state, results, None, LIMITS)
-    return answer
 
 
 @pytest.fixture

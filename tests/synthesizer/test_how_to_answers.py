@@ -18,7 +18,7 @@ from shared.contracts import Answer
 from shared.interfaces import Embedder
 from shared.settings import Settings
 from tests.conftest import REPO, require_embedder
-from tests.synthesizer.test_extractive_answers import ask, chunks_of
+from tests.synthesizer.conftest import ask, chunks_of
 
 FIXTURES = REPO / "tests" / "fixtures" / "howto"
 

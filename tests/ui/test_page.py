@@ -14,7 +14,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from services.scraper.imports import threads_from_data_export, write_threads
 from tests.conftest import REPO, run_hindsight
-from tests.scraper.test_imports import data_export
+from tests.scraper.conftest import data_export
 from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]

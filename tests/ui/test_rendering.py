@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.gateway.conftest import REPO
-from tests.gateway.test_evidence_sources import PAGES
+from tests.gateway.conftest import PAGES, REPO
 from tests.indexer.documents import write_pdf
 from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
 
