@@ -24,11 +24,11 @@ from tests.conftest import REPO
 # image -> (the extras its Dockerfile stage installs, the modules its commands start from)
 IMAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "gateway": (("gateway", "cli"), ("services.gateway.__main__", "cli.main")),
-    "scraper": (("scraper",), ("services.scraper.tasks",)),
-    "indexer": (("indexer",), ("services.indexer.tasks", "services.indexer.watcher")),
-    "retriever": (("retriever",), ("services.retriever.tasks",)),
-    "reranker": (("reranker",), ("services.reranker.tasks",)),
-    "synthesizer": (("synthesizer",), ("services.synthesizer.tasks",)),
+    "scraper": (("scraper",), ("shared.worker", "services.scraper.tasks")),
+    "indexer": (("indexer",), ("shared.worker", "services.indexer.tasks", "services.indexer.watcher")),
+    "retriever": (("retriever",), ("shared.worker", "services.retriever.tasks")),
+    "reranker": (("reranker",), ("shared.worker", "services.reranker.tasks")),
+    "synthesizer": (("synthesizer",), ("shared.worker", "services.synthesizer.tasks")),
 }
 
 IMPORT_WITH_BLOCKED = """
