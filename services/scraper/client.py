@@ -36,8 +36,8 @@ CHALLENGE_MARKERS = (
 RELOGIN_HINT = "Run `hindsight scrape --login` to log in again in a browser window."
 CHALLENGE_HINT = (
     "Perplexity answered with a Cloudflare challenge page instead of data. Run `hindsight scrape --login` "
-    "to solve it in a browser window, then scrape again without --headless (and with "
-    "HINDSIGHT_SCRAPE_HEADLESS unset or false): Cloudflare challenges headless browsers. "
+    "to solve it in a browser window, then scrape again with HINDSIGHT_SCRAPE_HEADLESS unset or false "
+    "(restart Hindsight after changing it): Cloudflare challenges headless browsers. "
     "Nothing exported so far is lost; the next run resumes from the checkpoint."
 )
 

@@ -2,8 +2,9 @@
 
 Its events go to the job's stream under the ``scrape`` stage; the ``done`` event's data carries the
 export's counts and ``index_queued``. When a file changed, the export folder is made a root
-Hindsight may read (if it is not one yet) and ``index.scan`` of it is queued under the same job id,
-so one stream shows the export and then the indexing.
+Hindsight may read (if it is not one yet) and, once that ``done`` event is written, ``index.scan`` of
+it is queued under the same job id, so one stream shows the export and then the indexing (an index
+job that finds nothing to do can never end the stream before the export's ``done``).
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ def run_scrape_job(
             progress=lambda detail, data: events.emit(STAGE, "progress", detail, data=data),
         )
         queued = export.has_changes
-        if queued:
-            root = register_root(settings, Path(export.export_dir))
-            enqueue_index(IndexRequest(job_id=request.job_id, root=str(root)))
+        root = register_root(settings, Path(export.export_dir)) if queued else None
         stage.detail = (
             f"{export.discovered} threads: {export.new} new, {export.changed} changed, "
             f"{export.unchanged} unchanged, {export.gone} gone, {export.failed} failed"
             + (f"; indexing {len(export.written)} written files" if queued else "; nothing to index")
         )
         stage.data = {**counts(export), "failures": export.failures, "index_queued": queued}
+    if root is not None:  # after the stage's done event: the stream shows the export end, then the index
+        enqueue_index(IndexRequest(job_id=request.job_id, root=str(root)))
     return ScrapeReport(job_id=request.job_id, export=export, index_queued=queued)
