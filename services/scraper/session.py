@@ -134,8 +134,8 @@ def display_env(headless: bool) -> Iterator[dict[str, str | float | bool] | None
     if not shutil.which("Xvfb"):
         raise BrowserUnavailable(
             "A visible browser needs a display and there is none (no DISPLAY, and Xvfb is not installed). "
-            "Install Xvfb (`apt-get install xvfb`), or set HINDSIGHT_SCRAPE_HEADLESS=true and restart Hindsight "
-            "(Cloudflare may then challenge it)."
+            "Install Xvfb (`apt-get install xvfb`), or set HINDSIGHT_SCRAPE_HEADLESS=true and restart "
+            "Hindsight (Cloudflare may then challenge it)."
         )
     from pyvirtualdisplay.display import Display
 
@@ -163,7 +163,7 @@ def open_browser(playwright: Playwright, settings: Settings, headless: bool) -> 
             hint = (
                 ""
                 if headless
-                else " A visible window needs a desktop session or Xvfb; or set HINDSIGHT_SCRAPE_HEADLESS=true."
+                else " A visible window needs a desktop or Xvfb, or set HINDSIGHT_SCRAPE_HEADLESS=true."
             )
             raise BrowserUnavailable(f"Chromium did not start: {exc.message.splitlines()[0]}.{hint}") from exc
         try:
