@@ -248,7 +248,9 @@ class LanceDBStore:
                 .when_matched_update_all()
                 .when_not_matched_insert_all()
                 # A document without chunks has no centroid: a null LanceDB would call a bad vector.
-                .execute(pa.Table.from_pylist(manifest_rows, schema=self._documents.schema), on_bad_vectors="null")
+                .execute(
+                    pa.Table.from_pylist(manifest_rows, schema=self._documents.schema), on_bad_vectors="null"
+                )
             )
             self._ensure_fts_index()
             self._compact_now_and_then()

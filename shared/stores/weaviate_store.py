@@ -55,6 +55,7 @@ CHUNK_PROPERTIES = ["chunk_id", *CHUNK_FIELDS]
 MANIFEST_PROPERTIES = ["document_id", "source_uri", "content_hash", "chunk_count"]
 
 
+Row = DataObject[dict[str, Any], None]  # an object to write: properties, UUID and vector
 Params = ParamSpec("Params")
 Result = TypeVar("Result")
 
@@ -289,7 +290,7 @@ class WeaviateStore:
         self._insert(
             self._chunks,
             [
-                DataObject(properties=chunk_properties(chunk), uuid=chunk_uuid(chunk.id), vector=vector.tolist())
+                Row(properties=chunk_properties(chunk), uuid=chunk_uuid(chunk.id), vector=vector.tolist())
                 for chunk, vector in zip(chunks, vectors, strict=True)
             ],
         )
@@ -298,7 +299,7 @@ class WeaviateStore:
         self._insert(
             self._documents,
             [
-                DataObject(
+                Row(
                     properties=manifest_record(document, counts[document.id]),
                     uuid=document_uuid(document.id),
                     vector=found[document.id].tolist() if document.id in found else None,
@@ -399,7 +400,7 @@ class WeaviateStore:
         self._insert(
             self._documents,
             [
-                DataObject(properties=missing[d].properties, uuid=missing[d].uuid, vector=found[d].tolist())
+                Row(properties=missing[d].properties, uuid=missing[d].uuid, vector=found[d].tolist())
                 for d in found
             ],
         )
@@ -436,7 +437,7 @@ class WeaviateStore:
         self._client.close()
 
     @staticmethod
-    def _insert(collection: Any, objects: list[DataObject]) -> None:
+    def _insert(collection: Any, objects: list[Row]) -> None:
         """Upsert ``objects`` with ``insert_many``, ``BATCH_SIZE`` a request (module doc); raise with
         Weaviate's first reasons if it rejects any."""
         for start in range(0, len(objects), BATCH_SIZE):

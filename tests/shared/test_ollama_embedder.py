@@ -40,7 +40,9 @@ def embedder_for(standin: OllamaStandIn, timeout_s: float = 5.0, **kwargs: objec
     return embedder_at(standin.url, timeout_s=timeout_s, **kwargs)
 
 
-def embedder_at(url: str, model: str = "nomic-embed-text", timeout_s: float = 5.0, **kwargs: object) -> OllamaEmbedder:
+def embedder_at(
+    url: str, model: str = "nomic-embed-text", timeout_s: float = 5.0, **kwargs: object
+) -> OllamaEmbedder:
     client = ollama.Client(host=url, timeout=timeout_s)
     options = {"batch_size": 3, "retries": 2, "backoff_s": 0.01, **kwargs}
     return OllamaEmbedder(client, model, tokenizer_path(), **options)  # type: ignore[arg-type]
@@ -55,7 +57,9 @@ def ollama_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """Conformance: the stand-in's URL, or the real server's named by ``HINDSIGHT_TEST_OLLAMA_URL``."""
     if request.param == "server":
         if not REAL_OLLAMA:
-            pytest.skip("no real Ollama: set HINDSIGHT_TEST_OLLAMA_URL (and _MODEL, pulled) to run against one")
+            pytest.skip(
+                "no real Ollama: set HINDSIGHT_TEST_OLLAMA_URL (and _MODEL, pulled) to run against one"
+            )
         yield REAL_OLLAMA
         return
     with OllamaStandIn() as standin:

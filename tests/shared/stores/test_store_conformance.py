@@ -321,4 +321,6 @@ def test_clear_leaves_an_empty_store_that_takes_new_writes(store: VectorStore) -
     store.clear()
     assert store.count_chunks() == 0 and store.manifest() == {} and store.document_centroids([bread.id]) == {}
     write(store, bread, chunks_of(bread, BREAD[:1]))
-    assert store.count_chunks() == 1 and [h.chunk.ordinal for h in store.keyword_search("sourdough", 5)] == [0]
+    assert store.count_chunks() == 1 and [h.chunk.ordinal for h in store.keyword_search("sourdough", 5)] == [
+        0
+    ]

@@ -182,12 +182,16 @@ def test_a_batch_of_documents_is_one_client_batch_one_stale_delete_and_one_manif
     assert chunks_col.inserts == [3], "a refused replace writes nothing"
 
 
-def test_a_large_replace_goes_in_insert_many_requests_of_the_batch_size(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_replace_goes_in_insert_many_requests_of_the_batch_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr("shared.stores.weaviate_store.BATCH_SIZE", 2)
     client = StandInClient()
     store = WeaviateStore(client, "C")
     document = Document(id="d", source_uri="/x.md", kind=SourceKind.MARKDOWN, title="x", content_hash="h")
-    store.replace_document(document, [make_chunk(i, "d") for i in range(5)], np.ones((5, 4), dtype=np.float32))
+    store.replace_document(
+        document, [make_chunk(i, "d") for i in range(5)], np.ones((5, 4), dtype=np.float32)
+    )
     assert client.by_name["C"].inserts == [2, 2, 1] and store.count_chunks() == 5
 
 
@@ -255,8 +259,8 @@ def test_standin_bm25f_ranks_a_long_texts_mention_behind_short_heading_paths_as_
 
 def test_standin_bm25f_scores_are_weaviates_formula_and_stopwords_are_dropped_from_the_query() -> None:
     collection = notes_corpus()
-    scores = {o.properties["chunk_id"]: o.metadata.score for o in
-              collection.query.bm25(query="the notes", query_properties=BM25_PROPERTIES, limit=20).objects}  # fmt: skip
+    found = collection.query.bm25(query="the notes", query_properties=BM25_PROPERTIES, limit=20).objects
+    scores = {o.properties["chunk_id"]: o.metadata.score for o in found}
     # Mean lengths: text 40.1 words, title 1.9, heading path 2.9; their mean is the norm.
     average = ((41 + 40 * 9) / 10 + (1 + 2 * 9) / 10 + (2 + 3 * 9) / 10) / 3
     idf = math.log(1 + (10 - 10 + 0.5) / (10 + 0.5))
@@ -273,4 +277,6 @@ def test_standin_bm25f_weights_a_title_match_by_its_boost_inside_the_one_frequen
     average = ((41 + 40 * 9) / 10 + (1 + 2 * 9) / 10 + (2 + 3 * 9) / 10) / 3
     idf = math.log(1 + (10 - 1 + 0.5) / (1 + 0.5))
     frequency, length = 2 * 1 + 1, 1 + 2  # title^2 and heading path hold it; their lengths add up
-    assert top.metadata.score == pytest.approx(idf * frequency / (frequency + K1 * (1 - 0.75 + 0.75 * length / average)))
+    assert top.metadata.score == pytest.approx(
+        idf * frequency / (frequency + K1 * (1 - 0.75 + 0.75 * length / average))
+    )

@@ -32,9 +32,12 @@ K1, B = 1.2, 0.75
 # Weaviate's "en" stopword preset (adapters/repos/db/inverted/stopwords/presets.go), the default:
 # removed from the query, still indexed and counted in a property's length.
 STOPWORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then "
-    "there these they this to was will with".split()
-)
+    {
+        "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+        "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they",
+        "this", "to", "was", "will", "with",
+    }
+)  # fmt: skip
 
 
 def matches(where: _Filters | None, properties: dict[str, Any]) -> bool:
@@ -76,7 +79,10 @@ def words(value: Any) -> list[str]:
 
 
 def bm25f(
-    query: str, query_properties: list[str], everything: list[dict[str, Any]], candidates: list[dict[str, Any]]
+    query: str,
+    query_properties: list[str],
+    everything: list[dict[str, Any]],
+    candidates: list[dict[str, Any]],
 ) -> list[float]:
     """Each candidate's score as Weaviate 1.28 computes it (``inverted/bm25_searcher.go``).
 
@@ -89,7 +95,9 @@ def bm25f(
     object of the collection and ``n`` those holding the term in any queried property, filtered out
     or not.
     """
-    boosts = {name.split("^")[0]: float(name.split("^")[1]) if "^" in name else 1.0 for name in query_properties}
+    boosts = {
+        name.split("^")[0]: float(name.split("^")[1]) if "^" in name else 1.0 for name in query_properties
+    }
     average = sum(mean_length(everything, name) for name in boosts) / len(boosts)
     repeats = Counter(term for term in words(query) if term not in STOPWORDS)
     scores = [0.0] * len(candidates)
@@ -197,7 +205,9 @@ class StandInCollection:
     ) -> Any:
         found = [(p, v) for p, v in self.objects.values() if matches(filters, p)][offset:]
         objects = [
-            SimpleNamespace(properties=dict(p), metadata=SimpleNamespace(), vector=as_returned(v, include_vector))
+            SimpleNamespace(
+                properties=dict(p), metadata=SimpleNamespace(), vector=as_returned(v, include_vector)
+            )
             for p, v in found[:limit]
         ]
         return SimpleNamespace(objects=objects)
