@@ -48,6 +48,11 @@ from shared.stores.records import (
 )
 
 DOCUMENT_SUFFIX = "Document"
+# The manifest collection's description says its rows hold centroids: one older manifest (created
+# before they did) gets them once, then this description, so opening a store costs one config read.
+MANIFEST_DESCRIPTION = (
+    "Hindsight manifest: one row per indexed file, the hash of its bytes, its centroid as vector"
+)
 BM25_PROPERTIES = ["text", "title^2", "heading_path"]
 BATCH_SIZE = 200
 FETCH_PAGE = 1000  # chunk objects per fetch when reading whole documents
@@ -130,7 +135,7 @@ def manifest_collection_config(name: str) -> dict[str, Any]:
     """The manifest rows: one object per indexed file, no vectors searched."""
     return {
         "name": name + DOCUMENT_SUFFIX,
-        "description": "Hindsight manifest: one row per indexed file and the hash of its bytes",
+        "description": MANIFEST_DESCRIPTION,
         "vector_config": Configure.Vectors.self_provided(),
         "properties": [
             _keyword("document_id"),
@@ -261,7 +266,9 @@ class WeaviateStore:
         self._client = client
         self._name = collection
         self._create_collections()
-        self._add_centroids()
+        if self._documents.config.get(simple=True).description != MANIFEST_DESCRIPTION:
+            self._add_centroids()
+            self._documents.config.update(description=MANIFEST_DESCRIPTION)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WeaviateStore:
@@ -385,7 +392,7 @@ class WeaviateStore:
 
     def _add_centroids(self) -> None:
         """Manifest rows with chunks but no vector (written before rows held centroids) get their
-        centroid, computed once from their chunks."""
+        centroid, computed from their chunks (once: the caller then marks the manifest)."""
         missing = {
             obj.properties["document_id"]: obj
             for obj in self._documents.iterator(include_vector=True)

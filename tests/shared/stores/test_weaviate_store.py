@@ -22,6 +22,7 @@ from weaviate.collections.classes.filters import _FilterAnd, _FilterOr, _FilterV
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.stores.weaviate_store import (
     BM25_PROPERTIES,
+    MANIFEST_DESCRIPTION,
     WeaviateStore,
     WeaviateStoreError,
     bm25_query,
@@ -224,12 +225,14 @@ def test_a_library_written_before_centroids_gets_them_once_when_opened() -> None
     store.replace_document(bread_document("d"), [make_chunk(0, "d"), make_chunk(1, "d")], vectors)
     manifest = client.by_name["CDocument"]
     manifest.objects = {uuid: (row, None) for uuid, (row, _) in manifest.objects.items()}  # as written before
+    manifest.description = "Hindsight manifest: one row per indexed file and the hash of its bytes"
     assert store.document_centroids(["d"]) == {}
     reopened = WeaviateStore(client, "C")
     np.testing.assert_allclose(reopened.document_centroids(["d"])["d"], [2**-0.5, 2**-0.5, 0, 0], atol=1e-6)
-    assert manifest.inserts[-1] == 1
+    assert manifest.inserts[-1] == 1 and manifest.description == MANIFEST_DESCRIPTION
+    manifest.iterator = None  # type: ignore[assignment,method-assign]  # reading every row again would fail
     WeaviateStore(client, "C")
-    assert manifest.inserts[-1] == 1 and len(manifest.inserts) == 2, "opened again: nothing left to compute"
+    assert len(manifest.inserts) == 2, "opened again: the description says the rows hold centroids"
 
 
 def notes_corpus() -> StandInCollection:

@@ -122,8 +122,9 @@ def mean_length(objects: list[dict[str, Any]], name: str) -> float:
 class StandInCollection:
     """One collection: objects by UUID, each with its properties and vector."""
 
-    def __init__(self) -> None:
+    def __init__(self, description: str | None = None) -> None:
         self.objects: dict[str, tuple[dict[str, Any], list[float] | None]] = {}
+        self.description = description
         self.dimension: int | None = None  # the length of the first vector written, as HNSW fixes it
         self.inserts: list[int] = []  # the number of objects of each insert_many, in order
         self.deletes: list[_Filters] = []  # each delete_many's filter, in order
@@ -132,6 +133,10 @@ class StandInCollection:
             near_vector=self._near_vector, bm25=self._bm25, fetch_objects=self._fetch
         )
         self.aggregate = SimpleNamespace(over_all=self._over_all)
+        self.config = SimpleNamespace(
+            get=lambda simple=False: SimpleNamespace(description=self.description),
+            update=lambda description: setattr(self, "description", description),
+        )
 
     def _insert_many(self, objects: list[DataObject]) -> Any:
         self.inserts.append(len(objects))
@@ -241,7 +246,9 @@ class StandInClient:
         self.by_name: dict[str, StandInCollection] = {}
         self.collections = SimpleNamespace(
             exists=lambda name: name in self.by_name,
-            create=lambda **config: self.by_name.setdefault(config["name"], StandInCollection()),
+            create=lambda **config: self.by_name.setdefault(
+                config["name"], StandInCollection(config.get("description"))
+            ),
             get=lambda name: self.by_name[name],
             delete=self._delete,
         )
