@@ -78,13 +78,8 @@ def words(value: Any) -> list[str]:
     return [word.lower() for text in texts for word in WORD.findall(str(text))]
 
 
-def bm25f(
-    query: str,
-    query_properties: list[str],
-    everything: list[dict[str, Any]],
-    candidates: list[dict[str, Any]],
-) -> list[float]:
-    """Each candidate's score as Weaviate 1.28 computes it (``inverted/bm25_searcher.go``).
+def bm25f(query: str, query_properties: list[str], objects: list[dict[str, Any]]) -> list[float]:
+    """Each object's score as Weaviate 1.28 computes it (``inverted/bm25_searcher.go``).
 
     One BM25F over the properties together, not a sum of per-property BM25s: per query term (its
     stopwords dropped, a repeated term counted once with its idf multiplied by the repeats), a
@@ -92,30 +87,32 @@ def bm25f(
     length the sum of those properties' lengths; the length is normalised by the mean over the
     queried properties of each property's mean length; ``tf = f / (f + k1 (1 - b + b len / avg))``
     (no ``k1 + 1`` factor) times ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))``, with ``N`` every
-    object of the collection and ``n`` those holding the term in any queried property, filtered out
-    or not.
+    object of the collection and ``n`` those holding the term in any queried property (``objects``
+    is the whole collection: a filter only drops scores afterwards).
     """
     boosts = {
         name.split("^")[0]: float(name.split("^")[1]) if "^" in name else 1.0 for name in query_properties
     }
-    average = sum(mean_length(everything, name) for name in boosts) / len(boosts)
+    fields = [
+        {name: words(props.get(name)) for name in boosts if props.get(name) is not None} for props in objects
+    ]
+    average = sum(mean_length(fields, name) for name in boosts) / len(boosts)
     repeats = Counter(term for term in words(query) if term not in STOPWORDS)
-    scores = [0.0] * len(candidates)
+    scores = [0.0] * len(objects)
     for term, repeat in repeats.items():
-        having = sum(any(term in words(props.get(name)) for name in boosts) for props in everything)
-        idf = math.log(1 + (len(everything) - having + 0.5) / (having + 0.5)) * repeat
-        for index, props in enumerate(candidates):
-            fields = [(boost, words(props.get(name))) for name, boost in boosts.items()]
-            frequency = sum(boost * field.count(term) for boost, field in fields)
-            length = sum(len(field) for _, field in fields if term in field)
+        holding = [[name for name, tokens in held.items() if term in tokens] for held in fields]
+        idf = math.log(1 + (len(objects) - sum(map(bool, holding)) + 0.5) / (sum(map(bool, holding)) + 0.5))
+        for index, names in enumerate(holding):
+            frequency = sum(boosts[name] * fields[index][name].count(term) for name in names)
+            length = sum(len(fields[index][name]) for name in names)
             if frequency:
-                scores[index] += idf * frequency / (frequency + K1 * (1 - B + B * length / average))
+                scores[index] += repeat * idf * frequency / (frequency + K1 * (1 - B + B * length / average))
     return scores
 
 
-def mean_length(objects: list[dict[str, Any]], name: str) -> float:
+def mean_length(fields: list[dict[str, list[str]]], name: str) -> float:
     """A property's mean length in words over the objects that hold it (Weaviate's length tracker)."""
-    lengths = [len(words(props[name])) for props in objects if props.get(name) is not None]
+    lengths = [len(held[name]) for held in fields if name in held]
     return sum(lengths) / len(lengths) if lengths else 0.0
 
 
@@ -190,12 +187,11 @@ class StandInCollection:
         self, query: str, query_properties: list[str], limit: int, filters: _Filters | None = None, **_: Any
     ) -> Any:
         everything = [props for props, _ in self.objects.values()]
-        candidates = [props for props in everything if matches(filters, props)]
-        scores = bm25f(query, query_properties, everything, candidates)
+        scores = bm25f(query, query_properties, everything)
         found = [
             (props, SimpleNamespace(distance=None, score=score))
-            for props, score in zip(candidates, scores, strict=True)
-            if score > 0
+            for props, score in zip(everything, scores, strict=True)
+            if score > 0 and matches(filters, props)
         ]
         ranked = sorted(found, key=lambda pair: -pair[1].score)
         return self._found(ranked, limit)
