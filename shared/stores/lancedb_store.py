@@ -16,7 +16,8 @@ any row whose chunk count disagrees with its chunks), and the next scan indexes 
 Each manifest row also holds its document's centroid (the unit mean of its chunks' vectors),
 computed when the document is written and committed with the row, so a question reads one short
 vector per document instead of every chunk vector. A library written before rows held centroids
-gets them once, when it is first opened (:meth:`LanceDBStore._add_centroids`).
+gets them once, when it is first opened (:meth:`LanceDBStore._add_centroids`; on a full disk, at
+the first write that can; until then questions go without centroids).
 """
 
 from __future__ import annotations
@@ -195,8 +196,10 @@ class LanceDBStore:
         with self._write_lock():
             self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
             self._documents = self._open_or_create(DOCUMENTS, documents_schema(dimension))
-            if CENTROID not in self._documents.schema.names:
+            try:
                 self._add_centroids()
+            except (OSError, RuntimeError):  # a full disk or a read-only mount: the next write tries again
+                log.exception("store %s has no centroids yet and cannot store them now", path)
             try:
                 self.repaired = self._repair()
             except (OSError, RuntimeError):  # a full disk or a read-only mount: reads go on, repair waits
@@ -235,6 +238,7 @@ class LanceDBStore:
         ]
         where = ids_clause("document_id", list(counts))
         with self._write_lock():
+            self._add_centroids()
             self._documents.update(where=where, values={"content_hash": ""})
             (
                 self._chunks.merge_insert("id")
@@ -275,7 +279,10 @@ class LanceDBStore:
 
     def _add_centroids(self) -> None:
         """A library written before manifest rows held centroids: compute every document's from its
-        chunks, once, and rewrite the manifest with them in one commit (the caller holds the lock)."""
+        chunks, once, and rewrite the manifest with them in one commit (the caller holds the lock).
+        Nothing to do (one schema read) once the manifest has them."""
+        if CENTROID in self._documents.schema.names:
+            return
         chunks = self._chunks.search().select(["document_id", "vector"]).limit(None).to_arrow()
         found = centroids(chunks["document_id"].to_pylist(), vector_matrix(chunks["vector"], self._dimension))
         schema = documents_schema(self._dimension)
@@ -384,7 +391,7 @@ class LanceDBStore:
 
     def document_centroids(self, document_ids: list[str]) -> dict[str, np.ndarray]:
         """The centroids stored with the manifest rows: one short read, whatever the documents' size."""
-        if not document_ids:
+        if not document_ids or CENTROID not in self._documents.schema.names:  # see _add_centroids
             return {}
         where = ids_clause("document_id", list(dict.fromkeys(document_ids)))
         query = self._documents.search().where(f"{where} AND {CENTROID} IS NOT NULL")
