@@ -132,7 +132,8 @@ def chunk_collection_config(name: str) -> dict[str, Any]:
 
 
 def manifest_collection_config(name: str) -> dict[str, Any]:
-    """The manifest rows: one object per indexed file, no vectors searched."""
+    """The manifest rows: one object per indexed file, its vector the document's centroid (read by id,
+    never searched)."""
     return {
         "name": name + DOCUMENT_SUFFIX,
         "description": MANIFEST_DESCRIPTION,
