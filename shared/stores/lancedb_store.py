@@ -394,8 +394,8 @@ class LanceDBStore:
         if not document_ids or CENTROID not in self._documents.schema.names:  # see _add_centroids
             return {}
         where = ids_clause("document_id", list(dict.fromkeys(document_ids)))
-        query = self._documents.search().where(f"{where} AND {CENTROID} IS NOT NULL")
-        rows = query.select(["document_id", CENTROID]).limit(None).to_arrow()
+        rows = self._documents.search().where(where).select(["document_id", CENTROID]).limit(None).to_arrow()
+        rows = rows.filter(pc.is_valid(rows[CENTROID]))  # not in the query, which then reads every centroid
         matrix = vector_matrix(rows[CENTROID], self._dimension)
         return dict(zip(rows["document_id"].to_pylist(), matrix, strict=True))
 
