@@ -25,13 +25,30 @@ def create_embedder(settings: Settings) -> Embedder:
 
 
 def create_store(settings: Settings, embedder: Embedder) -> VectorStore:
+    return open_store(settings, embedder.dimension)
+
+
+def open_store(settings: Settings, dimension: int) -> VectorStore:
+    """The configured store, for vectors of ``dimension`` values."""
     if settings.store == "weaviate":
         from shared.stores.weaviate_store import WeaviateStore
 
         return WeaviateStore.from_settings(settings)
     from shared.stores.lancedb_store import LanceDBStore
 
-    return LanceDBStore(settings.store_dir, embedder.dimension)
+    return LanceDBStore(settings.store_dir, dimension)
+
+
+def clear_store(settings: Settings) -> None:
+    """Empty the configured store (``hindsight reset``) through its own :meth:`~VectorStore.clear`,
+    without loading an embedding model: the dimension is the configured embedder's."""
+    if settings.embedder == "ollama":
+        dimension = settings.ollama_embed_dimension
+    else:
+        from shared.embedding import OnnxEmbedder
+
+        dimension = OnnxEmbedder.dimension
+    open_store(settings, dimension).clear()
 
 
 def create_llm(settings: Settings) -> LLM | None:

@@ -11,7 +11,9 @@ of the model without the attention mask, which only adds zeros there. The runs g
 single-threaded session calls, one per core (like the reranker's), or one after the other to a
 session using every core: provisioning measures both on the CPU at hand and records the faster
 (:class:`RunPlan`). Per-row int8 has no scale shared
-across the rows of a run, so a text's vector is the same whichever texts share its run.
+across the rows of a run, so a text's vector is the same whichever texts share its run. A vector
+that comes out all zero or non-finite (a broken model file, an input it cannot encode) is refused
+(:class:`shared.interfaces.DegenerateVectorsError`), never returned.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pydantic import BaseModel, Field
 from tokenizers import Encoding
 
 from shared.cpu import available_cores
+from shared.interfaces import refuse_degenerate
 from shared.model_files import MODEL_FILE, PREPARE_FILE, TOKENIZER_FILE, UNMASKED_MODEL_FILE
 from shared.onnx_runtime import (
     create_session,
@@ -136,12 +139,12 @@ class OnnxEmbedder:
         results = runs_side_by_side(runs, encodings, self.run, self._runners)
         for run, run_vectors in zip(runs, results, strict=True):
             vectors[run] = run_vectors
-        return vectors
+        return refuse_degenerate(vectors, self.name)
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._lock:
             encoding = self._tokenizer.encode(text)
-        return self.run([encoding])[0]
+        return refuse_degenerate(self.run([encoding]), self.name)[0]
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         """Character spans of the text's word-piece tokens, without special tokens or truncation."""

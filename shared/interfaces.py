@@ -30,14 +30,44 @@ class ManifestEntry(BaseModel):
     chunk_count: int
 
 
+class VectorStoreError(RuntimeError):
+    """The store refused a write or a query (a vector of the wrong length, a server error); the
+    message says what was refused and why."""
+
+
+class DegenerateVectorsError(RuntimeError):
+    """Vectors that carry no meaning: all zero, or with a NaN or an infinity. Stored, they would be
+    found (or never found) as if they meant something, so every embedder and every store refuses
+    them."""
+
+
+def refuse_degenerate(vectors: np.ndarray, source: str) -> np.ndarray:
+    """``vectors`` (one row per text) unchanged when every row is finite and not all zero; otherwise
+    :class:`DegenerateVectorsError` naming ``source`` and the first offending rows."""
+    rows = np.asarray(vectors).reshape(len(vectors), -1)
+    degenerate = np.flatnonzero(~np.isfinite(rows).all(axis=1) | ~rows.any(axis=1))
+    if degenerate.size:
+        raise DegenerateVectorsError(
+            f"{source} gave {degenerate.size} all-zero or non-finite vector(s) of {len(rows)} "
+            f"(rows {degenerate.tolist()[:5]}); they are not stored"
+        )
+    return vectors
+
+
 class VectorStore(Protocol):
-    """Chunks with vectors, full-text search and the per-document manifest, kept together."""
+    """Chunks with vectors, full-text search and the per-document manifest, kept together.
+
+    Every store refuses vectors of another length than its own and degenerate vectors
+    (:func:`refuse_degenerate`), on write and on query, with :class:`VectorStoreError` or
+    :class:`DegenerateVectorsError`; no backend's own exception escapes.
+    """
 
     def replace_documents(self, documents: list[Document], chunks: list[Chunk], vectors: np.ndarray) -> None:
         """In one write, make each document's chunks in ``chunks`` (matched by ``document_id``; none
         for a document without any) its only chunks, and record every document in the manifest.
         ``vectors`` holds one row per chunk, in order. Replacing is by document id, so writing the
-        same documents again leaves the store as one write would."""
+        same documents again leaves the store as one write would. Each document's centroid
+        (:meth:`document_centroids`) is computed here, once, and stored with its manifest row."""
 
     def replace_document(self, document: Document, chunks: list[Chunk], vectors: np.ndarray) -> None:
         """:meth:`replace_documents` of one document."""
@@ -63,12 +93,16 @@ class VectorStore(Protocol):
 
     def document_centroids(self, document_ids: list[str]) -> dict[str, np.ndarray]:
         """Each listed document's centroid: the mean of its chunks' stored vectors, scaled to unit
-        length. A document without chunks is left out."""
+        length, as computed when the document was written (read, never recomputed from the chunks).
+        A document without chunks (or whose vectors cancel out) is left out."""
 
     def count_chunks(self) -> int: ...
 
     def refresh_indexes(self) -> None:
         """Bring the search indexes up to date with every write so far (at the end of an index job)."""
+
+    def clear(self) -> None:
+        """Delete every chunk and manifest row (``hindsight reset``); the store stays usable, empty."""
 
 
 class Embedder(Protocol):

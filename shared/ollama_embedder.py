@@ -3,7 +3,9 @@
 nomic-embed-text was trained with ``search_document:`` and ``search_query:`` prefixes and retrieves
 noticeably worse without them, so documents and queries are prefixed here, not by callers. Requests
 are batched, time out, and are retried with backoff when the server is down or answers 5xx; a 4xx
-(e.g. the model is not pulled) fails at once with the server's reason.
+(e.g. the model is not pulled) fails at once with the server's reason and what to run. An all-zero or
+non-finite row (real Ollama 0.5.7 answered one in 2 of 8 two-input calls right after loading a
+model) is asked again like a server error, then refused (:class:`DegenerateVectorsError`).
 
 Chunks are sized with the BERT ``bert-base-uncased`` word-piece tokenizer that nomic-embed-text
 uses; the ONNX embedder's provisioned ``tokenizer.json`` (all-MiniLM-L6-v2) has the same vocabulary,
@@ -22,6 +24,7 @@ import ollama
 from tokenizers import Tokenizer
 
 from shared.embedding import ModelMissingError
+from shared.interfaces import DegenerateVectorsError, refuse_degenerate
 from shared.model_files import TOKENIZER_FILE
 from shared.settings import Settings
 
@@ -32,12 +35,6 @@ NOMIC_DIMENSION = 768
 
 class EmbedderError(RuntimeError):
     """The embedding server failed, refused, or answered vectors of the wrong shape."""
-
-
-class DegenerateVectorsError(EmbedderError):
-    """The server answered an all-zero or non-finite vector: it carries no meaning and would be stored
-    as if it did. Real Ollama 0.5.7 does this for some inputs right after loading a model, so the call
-    is retried like a server error before this is raised."""
 
 
 def provisioned_tokenizer_path(settings: Settings) -> Path:
@@ -112,6 +109,10 @@ class OllamaEmbedder:
                 response = self._client.embed(model=self._model, input=inputs, truncate=True)
                 return self._checked(response.embeddings, len(inputs))
             except ollama.ResponseError as exc:
+                if exc.status_code == 404:
+                    raise EmbedderError(
+                        f"Ollama has no model {self._model} ({exc.error}): run `ollama pull {self._model}`"
+                    ) from exc
                 if 400 <= exc.status_code < 500 or attempt == self._retries:
                     raise EmbedderError(f"Ollama refused to embed with {self._model}: {exc}") from exc
             except (httpx.TransportError, ConnectionError) as exc:
@@ -129,10 +130,4 @@ class OllamaEmbedder:
             raise EmbedderError(
                 f"Ollama returned vectors of shape {vectors.shape}, expected ({expected}, {self.dimension})"
             )
-        degenerate = np.flatnonzero(~np.isfinite(vectors).all(axis=1) | ~vectors.any(axis=1))
-        if degenerate.size:
-            raise DegenerateVectorsError(
-                f"Ollama returned {degenerate.size} all-zero or non-finite vector(s) of {expected} "
-                f"from {self._model} (inputs {degenerate.tolist()[:5]}); they are not stored"
-            )
-        return unit_rows(vectors)
+        return unit_rows(refuse_degenerate(vectors, f"Ollama's {self._model}"))

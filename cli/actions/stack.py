@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import os
-import shutil
 import webbrowser
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,9 @@ from cli.client import GatewayError, default_client, refuse_foreign_gateway, tra
 from cli.console import console, counted, shown
 from cli.local_key import client_key, ensure_local_key
 from cli.local_stack import LocalStack, StackError, wait_until
+from shared.backends import clear_store
 from shared.contracts import RerankerStatus, ScanReport
+from shared.interfaces import VectorStoreError
 from shared.model_files import MODEL_FILE, TOKENIZER_FILE
 from shared.safe_files import write_private
 from shared.settings import Settings, get_settings
@@ -227,8 +228,12 @@ def reset_index() -> None:
     was_running = bool(stack.running())
     if was_running:
         stop_stack()
-    with console.status(f"deleting {settings.store_dir}…"):
-        shutil.rmtree(settings.store_dir, ignore_errors=True)
-    console.print(f"deleted the index at {settings.store_dir}; your files and exports are untouched")
+    where = settings.weaviate_url if settings.store == "weaviate" else settings.store_dir
+    with console.status(f"deleting the index at {where}…"):
+        try:
+            clear_store(settings)
+        except VectorStoreError as exc:
+            raise StackError(f"the index at {where} could not be emptied: {exc}") from exc
+    console.print(f"deleted the index at {where}; your files and exports are untouched")
     if was_running:
         start_stack()

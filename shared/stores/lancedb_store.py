@@ -12,6 +12,12 @@ file again), then swaps each document's chunks in one commit (old chunks readabl
 writes the rows; deleting drops the row before the chunks. What a crash can leave behind is chunks no
 row claims, and pending rows: opening the store deletes the first (and recounts, and marks pending,
 any row whose chunk count disagrees with its chunks), and the next scan indexes the second again.
+
+Each manifest row also holds its document's centroid (the unit mean of its chunks' vectors),
+computed when the document is written and committed with the row, so a question reads one short
+vector per document instead of every chunk vector. A library written before rows held centroids
+gets them once, when it is first opened (:meth:`LanceDBStore._add_centroids`; on a full disk, at
+the first write that can; until then questions go without centroids).
 """
 
 from __future__ import annotations
@@ -32,13 +38,21 @@ from pydantic import BaseModel
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.interfaces import Hit, ManifestEntry
-from shared.stores.records import CHUNK_FIELDS, centroids, chunk_counts, manifest_record
+from shared.stores.records import (
+    CHUNK_FIELDS,
+    centroids,
+    checked_query,
+    checked_vectors,
+    chunk_counts,
+    manifest_record,
+)
 
 log = logging.getLogger(__name__)
 
 CHUNKS = "chunks"
 DOCUMENTS = "documents"
 SEARCH_COLUMN = "search_text"
+CENTROID = "centroid"
 COMPACT_EVERY_WRITES = 50
 # How long a version's files outlive the version that replaced it. Every read checks out the
 # latest version, so only a query already running reads an older one: minutes are ample
@@ -71,18 +85,27 @@ def chunks_schema(dimension: int) -> pa.Schema:
     )
 
 
-DOCUMENTS_SCHEMA = pa.schema(
-    [
-        pa.field("document_id", pa.string()),
-        pa.field("source_uri", pa.string()),
-        pa.field("content_hash", pa.string()),
-        pa.field("kind", pa.string()),
-        pa.field("title", pa.string()),
-        pa.field("chunk_count", pa.int32()),
-        pa.field("indexed_at", pa.float64()),
-        pa.field("metadata", pa.string()),
-    ]
-)
+def documents_schema(dimension: int) -> pa.Schema:
+    """The manifest: one row per indexed file, with its centroid (null for a file without chunks)."""
+    return pa.schema(
+        [
+            pa.field("document_id", pa.string()),
+            pa.field("source_uri", pa.string()),
+            pa.field("content_hash", pa.string()),
+            pa.field("kind", pa.string()),
+            pa.field("title", pa.string()),
+            pa.field("chunk_count", pa.int32()),
+            pa.field("indexed_at", pa.float64()),
+            pa.field("metadata", pa.string()),
+            pa.field(CENTROID, pa.list_(pa.float32(), dimension)),
+        ]
+    )
+
+
+def vector_matrix(column: pa.ChunkedArray, dimension: int) -> np.ndarray:
+    """A column of fixed-length vectors (no nulls) as one float32 matrix, a row per value."""
+    flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    return flat.astype(np.float32).reshape(len(column), dimension)
 
 
 def sql_string(value: str) -> str:
@@ -173,8 +196,12 @@ class LanceDBStore:
         self._writes = 0
         with self._write_lock():
             self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
-            self._documents = self._open_or_create(DOCUMENTS, DOCUMENTS_SCHEMA)
+            self._documents = self._open_or_create(DOCUMENTS, documents_schema(dimension))
             self._add_body_start()
+            try:
+                self._add_centroids()
+            except (OSError, RuntimeError):  # a full disk or a read-only mount: the next write tries again
+                log.exception("store %s has no centroids yet and cannot store them now", path)
             try:
                 self.repaired = self._repair()
             except (OSError, RuntimeError):  # a full disk or a read-only mount: reads go on, repair waits
@@ -214,10 +241,16 @@ class LanceDBStore:
         counts = chunk_counts(documents, chunks)
         if not documents:
             return
+        vectors = checked_vectors(vectors, len(chunks), self._dimension, "a write of chunk vectors")
         rows = [chunk_row(chunk, vector) for chunk, vector in zip(chunks, vectors, strict=True)]
-        manifest_rows = [manifest_record(document, counts[document.id]) for document in documents]
+        found = centroids([chunk.document_id for chunk in chunks], vectors)
+        manifest_rows = [
+            {**manifest_record(document, counts[document.id]), CENTROID: found.get(document.id)}
+            for document in documents
+        ]
         where = ids_clause("document_id", list(counts))
         with self._write_lock():
+            self._add_centroids()
             self._documents.update(where=where, values={"content_hash": ""})
             (
                 self._chunks.merge_insert("id")
@@ -230,7 +263,10 @@ class LanceDBStore:
                 self._documents.merge_insert("document_id")
                 .when_matched_update_all()
                 .when_not_matched_insert_all()
-                .execute(pa.Table.from_pylist(manifest_rows, schema=DOCUMENTS_SCHEMA))
+                # A document without chunks has no centroid: a null LanceDB would call a bad vector.
+                .execute(
+                    pa.Table.from_pylist(manifest_rows, schema=self._documents.schema), on_bad_vectors="null"
+                )
             )
             self._ensure_fts_index()
             self._compact_now_and_then()
@@ -244,6 +280,34 @@ class LanceDBStore:
             self._documents.delete(where)
             self._chunks.delete(where)
             self._compact_now_and_then()
+
+    def clear(self) -> None:
+        """Drop both tables and create them again, empty, in one locked step."""
+        with self._write_lock():
+            for name in (CHUNKS, DOCUMENTS):
+                self._db.drop_table(name)
+            self._chunks = self._open_or_create(CHUNKS, chunks_schema(self._dimension))
+            self._documents = self._open_or_create(DOCUMENTS, documents_schema(self._dimension))
+
+    def _add_centroids(self) -> None:
+        """A library written before manifest rows held centroids: compute every document's from its
+        chunks, once, and rewrite the manifest with them in one commit (the caller holds the lock).
+        Nothing to do (one schema read) once the manifest has them."""
+        if CENTROID in self._documents.schema.names:
+            return
+        chunks = self._chunks.search().select(["document_id", "vector"]).limit(None).to_arrow()
+        found = centroids(chunks["document_id"].to_pylist(), vector_matrix(chunks["vector"], self._dimension))
+        schema = documents_schema(self._dimension)
+        rows = self._documents.to_arrow()
+        column = pa.array(
+            [found[d].tolist() if d in found else None for d in rows["document_id"].to_pylist()],
+            type=schema.field(CENTROID).type,
+        )
+        table = rows.append_column(schema.field(CENTROID), column).select(schema.names).cast(schema)
+        self._documents = self._db.create_table(
+            DOCUMENTS, data=table, schema=schema, mode="overwrite", on_bad_vectors="null"
+        )
+        log.info("store %s: centroids of %d documents computed once and stored", self._path, len(found))
 
     def _repair(self) -> StoreRepair:
         """Delete chunks that no manifest row claims, and mark pending each row whose chunk count is not
@@ -305,7 +369,7 @@ class LanceDBStore:
         return {row["source_uri"]: ManifestEntry.model_validate(row) for row in rows}
 
     def dense_search(self, vector: np.ndarray, limit: int, filters: SearchFilters | None = None) -> list[Hit]:
-        query = self._chunks.search(vector.astype(np.float32).tolist()).metric("cosine")
+        query = self._chunks.search(checked_query(vector, self._dimension).tolist()).metric("cosine")
         rows = self._filtered(query, filters).limit(limit).select([*CHUNK_COLUMNS, "_distance"]).to_list()
         return [Hit(chunk=row_chunk(row), score=1.0 - float(row["_distance"])) for row in rows]
 
@@ -338,12 +402,14 @@ class LanceDBStore:
         return {document_id: sorted(chunks, key=lambda c: c.ordinal) for document_id, chunks in found.items()}
 
     def document_centroids(self, document_ids: list[str]) -> dict[str, np.ndarray]:
-        if not document_ids:
+        """The centroids stored with the manifest rows: one short read, whatever the documents' size."""
+        if not document_ids or CENTROID not in self._documents.schema.names:  # see _add_centroids
             return {}
-        rows = self._rows_of(document_ids, ["document_id", "vector"])
-        flat = rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        vectors = flat.astype(np.float32).reshape(rows.num_rows, self._dimension)
-        return centroids(rows.column("document_id").to_pylist(), vectors)
+        where = ids_clause("document_id", list(dict.fromkeys(document_ids)))
+        rows = self._documents.search().where(where).select(["document_id", CENTROID]).limit(None).to_arrow()
+        rows = rows.filter(pc.is_valid(rows[CENTROID]))  # not in the query, which then reads every centroid
+        matrix = vector_matrix(rows[CENTROID], self._dimension)
+        return dict(zip(rows["document_id"].to_pylist(), matrix, strict=True))
 
     def count_chunks(self) -> int:
         return int(self._chunks.count_rows())

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from shared.contracts import Chunk, Document
+from shared.interfaces import VectorStoreError, refuse_degenerate
 
 # Chunk fields a store persists and returns (everything but the id, which each backend names itself).
 CHUNK_FIELDS = tuple(name for name in Chunk.model_fields if name != "id")
@@ -39,6 +40,25 @@ def chunk_counts(documents: list[Document], chunks: list[Chunk]) -> dict[str, in
             raise ValueError(f"chunk {chunk.id} belongs to no document of this replace")
         counts[chunk.document_id] += 1
     return counts
+
+
+def checked_vectors(vectors: np.ndarray, rows: int, dimension: int | None, source: str) -> np.ndarray:
+    """``vectors`` as float32, once they are ``rows`` rows of ``dimension`` values (any length when
+    ``None``: the server checks it) none of them degenerate; :class:`VectorStoreError` or
+    :class:`DegenerateVectorsError` otherwise. ``source`` names them in the message."""
+    array = np.asarray(vectors, dtype=np.float32)
+    if rows == 0 and array.size == 0:  # a batch of documents without chunks: any empty array will do
+        return array.reshape(0, dimension or 0)
+    width = array.shape[-1] if array.ndim else 0
+    if array.ndim != 2 or len(array) != rows or (dimension is not None and width != dimension):
+        expected = f"({rows}, {dimension if dimension is not None else 'any'})"
+        raise VectorStoreError(f"{source}: vectors of shape {array.shape}, the store takes {expected}")
+    return refuse_degenerate(array, source)
+
+
+def checked_query(vector: np.ndarray, dimension: int | None) -> np.ndarray:
+    """A query vector as float32 once it has ``dimension`` values and is not degenerate."""
+    return checked_vectors(np.asarray(vector).reshape(1, -1), 1, dimension, "a query vector")[0]
 
 
 def centroids(document_ids: list[str], vectors: np.ndarray) -> dict[str, np.ndarray]:

@@ -4,30 +4,55 @@ One tenant-free collection of chunks named by ``HINDSIGHT_WEAVIATE_COLLECTION`` 
 ``<name>Document`` collection holding the manifest, so the manifest lives with the chunks it
 describes. Object UUIDs are UUIDv5 of the chunk id (and of the document id for manifest rows): a
 re-index upserts the same objects instead of duplicating them, and the ordinals a shorter version
-no longer has are deleted afterwards; a batch of documents goes in one client batch. The query
-builders are plain functions so they can be tested without a server (Weaviate cannot run on the
-development machines).
+no longer has are deleted afterwards. A manifest row's vector is its document's centroid (the unit
+mean of its chunks' vectors), computed when the document is written; rows written before that get
+theirs once, when the store is opened.
+
+Objects are written with ``data.insert_many`` (one gRPC batch request per ``BATCH_SIZE`` objects;
+an object whose UUID exists is replaced, as in any Weaviate batch), not the client's
+``batch.fixed_size``/``dynamic`` context managers: those flush from a background thread and, on a
+real connection, each block costs about a second whatever its size (issue 35: ``replace_documents``
+took ~2.1 s for one document; ``insert_many`` of one object 3 ms).
+
+Every error of the client (a refused object, a vector of the wrong length, a dropped connection)
+leaves the adapter as :class:`WeaviateStoreError`. The query builders are plain functions so they
+can be tested without a server (Weaviate cannot run on the development machines).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlparse
 
 import numpy as np
 from weaviate.classes.config import Configure, DataType, Property, Tokenization, VectorDistances
+from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter, MetadataQuery
 from weaviate.collections.classes.filters import _Filters
+from weaviate.exceptions import WeaviateBaseError
 from weaviate.util import generate_uuid5
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
-from shared.interfaces import Hit, ManifestEntry
+from shared.interfaces import Hit, ManifestEntry, VectorStoreError
 from shared.settings import Settings
-from shared.stores.records import CHUNK_FIELDS, centroids, chunk_counts, manifest_record
+from shared.stores.records import (
+    CHUNK_FIELDS,
+    centroids,
+    checked_query,
+    checked_vectors,
+    chunk_counts,
+    manifest_record,
+)
 
 DOCUMENT_SUFFIX = "Document"
+# The manifest collection's description says its rows hold centroids: one older manifest (created
+# before they did) gets them once, then this description, so opening a store costs one config read.
+MANIFEST_DESCRIPTION = (
+    "Hindsight manifest: one row per indexed file, the hash of its bytes, its centroid as vector"
+)
 BM25_PROPERTIES = ["text", "title^2", "heading_path"]
 BATCH_SIZE = 200
 FETCH_PAGE = 1000  # chunk objects per fetch when reading whole documents
@@ -35,8 +60,26 @@ CHUNK_PROPERTIES = ["chunk_id", *CHUNK_FIELDS]
 MANIFEST_PROPERTIES = ["document_id", "source_uri", "content_hash", "chunk_count"]
 
 
-class WeaviateStoreError(RuntimeError):
-    """Weaviate rejected objects of a batch; the message carries its first reasons."""
+Row = DataObject[dict[str, Any], None]  # an object to write: properties, UUID and vector
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
+
+
+class WeaviateStoreError(VectorStoreError):
+    """Weaviate refused a write or a query, or could not be reached; the message carries its reasons."""
+
+
+def server_errors_wrapped(method: Callable[Params, Result]) -> Callable[Params, Result]:
+    """``method`` with every error of the Weaviate client raised as :class:`WeaviateStoreError`."""
+
+    @functools.wraps(method)
+    def wrapped(*args: Params.args, **kwargs: Params.kwargs) -> Result:
+        try:
+            return method(*args, **kwargs)
+        except WeaviateBaseError as exc:
+            raise WeaviateStoreError(f"Weaviate refused {method.__name__}: {exc}") from exc
+
+    return wrapped
 
 
 def _keyword(name: str) -> Property:
@@ -90,10 +133,11 @@ def chunk_collection_config(name: str) -> dict[str, Any]:
 
 
 def manifest_collection_config(name: str) -> dict[str, Any]:
-    """The manifest rows: one object per indexed file, no vectors searched."""
+    """The manifest rows: one object per indexed file, its vector the document's centroid (read by id,
+    never searched)."""
     return {
         "name": name + DOCUMENT_SUFFIX,
-        "description": "Hindsight manifest: one row per indexed file and the hash of its bytes",
+        "description": MANIFEST_DESCRIPTION,
         "vector_config": Configure.Vectors.self_provided(),
         "properties": [
             _keyword("document_id"),
@@ -152,8 +196,25 @@ def dense_query(vector: np.ndarray, limit: int, filters: SearchFilters | None) -
 
 
 def stored_vector(vector: Any) -> list[float]:
-    """An object's vector as the client returns it: the collection's unnamed vector is ``default``."""
-    return list(vector["default"] if isinstance(vector, dict) else vector)
+    """An object's vector as the client returns it (the collection's unnamed vector is ``default``);
+    empty for an object without one."""
+    return list((vector.get("default") or []) if isinstance(vector, dict) else (vector or []))
+
+
+def connect(settings: Settings) -> Any:
+    """A client of the configured server (HTTP and gRPC on the same host)."""
+    import weaviate
+
+    url = urlparse(settings.weaviate_url)
+    secure = url.scheme == "https"
+    return weaviate.connect_to_custom(
+        http_host=url.hostname or "127.0.0.1",
+        http_port=url.port or (443 if secure else 80),
+        http_secure=secure,
+        grpc_host=url.hostname or "127.0.0.1",
+        grpc_port=settings.weaviate_grpc_port,
+        grpc_secure=secure,
+    )
 
 
 def bm25_query(query: str, limit: int, filters: SearchFilters | None) -> dict[str, Any]:
@@ -202,61 +263,75 @@ def properties_chunk(properties: dict[str, Any]) -> Chunk:
 class WeaviateStore:
     """:class:`shared.interfaces.VectorStore` on a Weaviate server."""
 
+    @server_errors_wrapped
     def __init__(self, client: Any, collection: str) -> None:
         self._client = client
-        for config in (chunk_collection_config(collection), manifest_collection_config(collection)):
-            if not client.collections.exists(config["name"]):
-                client.collections.create(**config)
-        self._chunks = client.collections.get(collection)
-        self._documents = client.collections.get(collection + DOCUMENT_SUFFIX)
+        self._name = collection
+        self._create_collections()
+        if self._documents.config.get(simple=True).description != MANIFEST_DESCRIPTION:
+            self._add_centroids()
+            self._documents.config.update(description=MANIFEST_DESCRIPTION)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WeaviateStore:
-        import weaviate
-
-        url = urlparse(settings.weaviate_url)
-        secure = url.scheme == "https"
-        client = weaviate.connect_to_custom(
-            http_host=url.hostname or "127.0.0.1",
-            http_port=url.port or (443 if secure else 80),
-            http_secure=secure,
-            grpc_host=url.hostname or "127.0.0.1",
-            grpc_port=settings.weaviate_grpc_port,
-            grpc_secure=secure,
-        )
+        try:
+            client = connect(settings)
+        except WeaviateBaseError as exc:
+            raise WeaviateStoreError(f"Weaviate at {settings.weaviate_url} cannot be reached: {exc}") from exc
         return cls(client, settings.weaviate_collection)
 
+    def _create_collections(self) -> None:
+        for config in (chunk_collection_config(self._name), manifest_collection_config(self._name)):
+            if not self._client.collections.exists(config["name"]):
+                self._client.collections.create(**config)
+        self._chunks = self._client.collections.get(self._name)
+        self._documents = self._client.collections.get(self._name + DOCUMENT_SUFFIX)
+
+    @server_errors_wrapped
     def replace_documents(self, documents: list[Document], chunks: list[Chunk], vectors: np.ndarray) -> None:
-        """Upsert all chunks by their deterministic UUIDs in one client batch, drop every document's
-        ordinals past its new end in one delete, then write the manifest rows in one batch: a crash
-        in between leaves hash mismatches the next scan repairs."""
+        """Upsert all chunks by their deterministic UUIDs, drop every document's ordinals past its new
+        end in one delete, then upsert the manifest rows with their centroids: a crash in between
+        leaves hash mismatches the next scan repairs."""
         counts = chunk_counts(documents, chunks)
         if not documents:
             return
-        with self._chunks.batch.fixed_size(batch_size=BATCH_SIZE) as batch:
-            for chunk, vector in zip(chunks, vectors, strict=True):
-                batch.add_object(
-                    properties=chunk_properties(chunk),
-                    uuid=chunk_uuid(chunk.id),
-                    vector=vector.astype(np.float32).tolist(),
-                )
-        self._raise_failed(self._chunks)
+        vectors = checked_vectors(vectors, len(chunks), None, "a write of chunk vectors")
+        self._insert(
+            self._chunks,
+            [
+                Row(properties=chunk_properties(chunk), uuid=chunk_uuid(chunk.id), vector=vector.tolist())
+                for chunk, vector in zip(chunks, vectors, strict=True)
+            ],
+        )
         self._chunks.data.delete_many(where=stale_chunks_filter(counts))
-        with self._documents.batch.fixed_size(batch_size=BATCH_SIZE) as batch:
-            for document in documents:
-                batch.add_object(
+        found = centroids([chunk.document_id for chunk in chunks], vectors)
+        self._insert(
+            self._documents,
+            [
+                Row(
                     properties=manifest_record(document, counts[document.id]),
                     uuid=document_uuid(document.id),
+                    vector=found[document.id].tolist() if document.id in found else None,
                 )
-        self._raise_failed(self._documents)
+                for document in documents
+            ],
+        )
 
     def replace_document(self, document: Document, chunks: list[Chunk], vectors: np.ndarray) -> None:
         self.replace_documents([document], chunks, vectors)
 
+    @server_errors_wrapped
     def delete_document(self, document_id: str) -> None:
         self._chunks.data.delete_many(where=Filter.by_property("document_id").equal(document_id))
         self._documents.data.delete_many(where=Filter.by_property("document_id").equal(document_id))
 
+    @server_errors_wrapped
+    def clear(self) -> None:
+        """Delete both collections and create them again, empty."""
+        self._client.collections.delete([self._name, self._name + DOCUMENT_SUFFIX])
+        self._create_collections()
+
+    @server_errors_wrapped
     def manifest(self, root: str | None = None) -> dict[str, ManifestEntry]:
         prefix = None if root is None else root.rstrip("/") + "/"
         entries = {}
@@ -266,13 +341,15 @@ class WeaviateStore:
                 entries[entry.source_uri] = entry
         return entries
 
+    @server_errors_wrapped
     def dense_search(self, vector: np.ndarray, limit: int, filters: SearchFilters | None = None) -> list[Hit]:
-        result = self._chunks.query.near_vector(**dense_query(vector, limit, filters))
+        result = self._chunks.query.near_vector(**dense_query(checked_query(vector, None), limit, filters))
         return [
             Hit(chunk=properties_chunk(o.properties), score=1.0 - float(o.metadata.distance or 0.0))
             for o in result.objects
         ]
 
+    @server_errors_wrapped
     def keyword_search(self, query: str, limit: int, filters: SearchFilters | None = None) -> list[Hit]:
         if not query.strip():
             return []
@@ -282,6 +359,7 @@ class WeaviateStore:
             for o in result.objects
         ]
 
+    @server_errors_wrapped
     def document_chunks(self, document_id: str, ordinals: list[int]) -> list[Chunk]:
         if not ordinals:
             return []
@@ -296,31 +374,56 @@ class WeaviateStore:
         )
         return sorted((properties_chunk(o.properties) for o in result.objects), key=lambda c: c.ordinal)
 
+    @server_errors_wrapped
     def documents_chunks(self, document_ids: list[str]) -> dict[str, list[Chunk]]:
         found: dict[str, list[Chunk]] = {}
-        for stored in self._objects_of(document_ids, CHUNK_PROPERTIES, with_vectors=False):
+        for stored in self._objects_of(self._chunks, document_ids, CHUNK_PROPERTIES, with_vectors=False):
             chunk = properties_chunk(stored.properties)
             found.setdefault(chunk.document_id, []).append(chunk)
         return {document_id: sorted(chunks, key=lambda c: c.ordinal) for document_id, chunks in found.items()}
 
+    @server_errors_wrapped
     def document_centroids(self, document_ids: list[str]) -> dict[str, np.ndarray]:
+        """The manifest rows' vectors: one fetch of one object per document."""
+        found = {}
+        for stored in self._objects_of(self._documents, document_ids, ["document_id"], with_vectors=True):
+            centroid = stored_vector(stored.vector)
+            if centroid:
+                found[stored.properties["document_id"]] = np.asarray(centroid, dtype=np.float32)
+        return found
+
+    def _add_centroids(self) -> None:
+        """Manifest rows with chunks but no vector (written before rows held centroids) get their
+        centroid, computed from their chunks (once: the caller then marks the manifest)."""
+        missing = {
+            obj.properties["document_id"]: obj
+            for obj in self._documents.iterator(include_vector=True)
+            if obj.properties.get("chunk_count") and not stored_vector(obj.vector)
+        }
         owners: list[str] = []
         rows: list[list[float]] = []
-        for stored in self._objects_of(document_ids, ["document_id"], with_vectors=True):
+        for stored in self._objects_of(self._chunks, list(missing), ["document_id"], with_vectors=True):
             owners.append(stored.properties["document_id"])
             rows.append(stored_vector(stored.vector))
-        return centroids(owners, np.asarray(rows, dtype=np.float32)) if rows else {}
+        found = centroids(owners, np.asarray(rows, dtype=np.float32)) if rows else {}
+        self._insert(
+            self._documents,
+            [
+                Row(properties=missing[d].properties, uuid=missing[d].uuid, vector=found[d].tolist())
+                for d in found
+            ],
+        )
 
     def _objects_of(
-        self, document_ids: list[str], properties: list[str], with_vectors: bool
+        self, collection: Any, document_ids: list[str], properties: list[str], with_vectors: bool
     ) -> Iterator[Any]:
-        """Every chunk object of the listed documents, fetched ``FETCH_PAGE`` at a time."""
+        """Every object of ``collection`` of the listed documents, fetched ``FETCH_PAGE`` at a time."""
         if not document_ids:
             return
         where = Filter.by_property("document_id").contains_any(list(dict.fromkeys(document_ids)))
         offset = 0
         while True:
-            result = self._chunks.query.fetch_objects(
+            result = collection.query.fetch_objects(
                 filters=where,
                 limit=FETCH_PAGE,
                 offset=offset,
@@ -332,6 +435,7 @@ class WeaviateStore:
             if len(result.objects) < FETCH_PAGE:
                 return
 
+    @server_errors_wrapped
     def count_chunks(self) -> int:
         return int(self._chunks.aggregate.over_all(total_count=True).total_count or 0)
 
@@ -342,8 +446,12 @@ class WeaviateStore:
         self._client.close()
 
     @staticmethod
-    def _raise_failed(collection: Any) -> None:
-        failed = collection.batch.failed_objects
-        if failed:
-            reasons = "; ".join(str(f.message) for f in failed[:3])
-            raise WeaviateStoreError(f"{len(failed)} objects rejected by Weaviate: {reasons}")
+    def _insert(collection: Any, objects: list[Row]) -> None:
+        """Upsert ``objects`` with ``insert_many``, ``BATCH_SIZE`` a request (module doc); raise with
+        Weaviate's first reasons if it rejects any."""
+        for start in range(0, len(objects), BATCH_SIZE):
+            result = collection.data.insert_many(objects[start : start + BATCH_SIZE])
+            if result.has_errors:
+                errors = list(result.errors.values())
+                reasons = "; ".join(str(error.message) for error in errors[:3])
+                raise WeaviateStoreError(f"{len(errors)} objects rejected by Weaviate: {reasons}")

@@ -1,9 +1,12 @@
 """A small local HTTP stand-in of Ollama's ``POST /api/embed`` (the Ollama server cannot run here).
 
-It answers deterministic vectors derived from each input's text, records every request, and can be
-told to fail the next requests with 5xx, to refuse with 404 (model not pulled), to stall past the
-client's timeout, to keep failing for inputs containing a marker word, or to answer an all-zero row
-in its next replies (as real Ollama 0.5.7 did in 2 of 8 two-input calls after a fresh model load).
+It answers deterministic unit-length vectors derived from each input's text (the real server
+L2-normalises every embedding it returns), records every request, and can be told to fail the next
+requests with 5xx, to refuse with 404 and the real server's words when the model is not pulled
+(``server/routes.go``, ``handleScheduleError``: ``model "NAME" not found, try pulling it first``), to
+stall past the client's timeout, to keep failing for inputs containing a marker word, or to answer
+an all-zero row in its next replies (as real Ollama 0.5.7 did in 2 of 8 two-input calls after a fresh
+model load).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ import numpy as np
 
 
 def standin_vector(text: str, dimension: int) -> list[float]:
+    """A unit vector that depends only on ``text``."""
     seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-    return (np.random.default_rng(seed).standard_normal(dimension) * 3.0).tolist()
+    vector = np.random.default_rng(seed).standard_normal(dimension)
+    return (vector / np.linalg.norm(vector)).tolist()
 
 
 @dataclass
@@ -28,6 +33,7 @@ class OllamaStandIn:
     dimension: int = 768
     fail_next: int = 0
     refuse: bool = False
+    pulled: tuple[str, ...] = ("nomic-embed-text", "nomic-x")  # the models it has; others are refused
     stall_s: float = 0.0
     poison_word: str | None = None
     zero_rows_next: int = 0
@@ -72,8 +78,8 @@ class OllamaStandIn:
     def answer(self, path: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
         if path != "/api/embed":
             return 404, {"error": f"no route {path}"}
-        if self.refuse:
-            return 404, {"error": f"model '{body['model']}' not found, try pulling it first"}
+        if self.refuse or body["model"] not in self.pulled:
+            return 404, {"error": f'model "{body["model"]}" not found, try pulling it first'}
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
         if self.fail_next > 0:
             self.fail_next -= 1

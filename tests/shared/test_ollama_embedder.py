@@ -1,18 +1,25 @@
-"""The Ollama embedder against a local HTTP stand-in of Ollama's ``/api/embed`` endpoint.
+"""The Ollama embedder against a local HTTP stand-in of Ollama's ``/api/embed`` endpoint, and the
+server-facing part of it against a real Ollama when ``HINDSIGHT_TEST_OLLAMA_URL`` names one.
 
 The Ollama server cannot run on this machine, so ``OllamaStandIn`` (tests/shared/ollama_standin.py)
-plays it over real HTTP; the embedder uses the real ``ollama`` client and ``httpx`` underneath.
+plays it over real HTTP; the embedder uses the real ``ollama`` client and ``httpx`` underneath. The
+tests marked "conformance" run against both; the real server needs ``HINDSIGHT_TEST_OLLAMA_MODEL``
+(default ``nomic-embed-text``, 768 dimensions) pulled, and is skipped with that reason otherwise.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import numpy as np
 import ollama
 import pytest
 
+from shared.interfaces import DegenerateVectorsError
 from shared.ollama_embedder import (
     DOCUMENT_PREFIX,
     QUERY_PREFIX,
@@ -30,9 +37,56 @@ def tokenizer_path() -> Path:
 
 
 def embedder_for(standin: OllamaStandIn, timeout_s: float = 5.0, **kwargs: object) -> OllamaEmbedder:
-    client = ollama.Client(host=standin.url, timeout=timeout_s)
+    return embedder_at(standin.url, timeout_s=timeout_s, **kwargs)
+
+
+def embedder_at(
+    url: str, model: str = "nomic-embed-text", timeout_s: float = 5.0, **kwargs: object
+) -> OllamaEmbedder:
+    client = ollama.Client(host=url, timeout=timeout_s)
     options = {"batch_size": 3, "retries": 2, "backoff_s": 0.01, **kwargs}
-    return OllamaEmbedder(client, "nomic-embed-text", tokenizer_path(), **options)  # type: ignore[arg-type]
+    return OllamaEmbedder(client, model, tokenizer_path(), **options)  # type: ignore[arg-type]
+
+
+REAL_OLLAMA = os.environ.get("HINDSIGHT_TEST_OLLAMA_URL")
+REAL_MODEL = os.environ.get("HINDSIGHT_TEST_OLLAMA_MODEL", "nomic-embed-text")
+
+
+@pytest.fixture(params=["standin", "server"])
+def ollama_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Conformance: the stand-in's URL, or the real server's named by ``HINDSIGHT_TEST_OLLAMA_URL``."""
+    if request.param == "server":
+        if not REAL_OLLAMA:
+            pytest.skip(
+                "no real Ollama: set HINDSIGHT_TEST_OLLAMA_URL (and _MODEL, pulled) to run against one"
+            )
+        yield REAL_OLLAMA
+        return
+    with OllamaStandIn() as standin:
+        yield standin.url
+
+
+def test_conformance_embeddings_are_unit_length_as_the_server_sends_them(ollama_url: str) -> None:
+    """Real Ollama L2-normalises what ``/api/embed`` returns; the stand-in does too."""
+    model = REAL_MODEL if ollama_url == REAL_OLLAMA else "nomic-embed-text"
+    reply = httpx.post(f"{ollama_url}/api/embed", json={"model": model, "input": ["a", "b c"]}, timeout=60)
+    sent = np.asarray(reply.json()["embeddings"])
+    assert sent.shape == (2, 768) and np.allclose(np.linalg.norm(sent, axis=1), 1.0, atol=1e-4)
+    embedder = embedder_at(ollama_url, model, timeout_s=60)
+    again = embedder.embed_documents(["sourdough starter", "sourdough starter"])
+    assert np.allclose(again[0], again[1], atol=1e-5), "the same text, the same vector"
+    assert not np.allclose(embedder.embed_query("sourdough starter"), again[0]), "queries are prefixed"
+
+
+def test_conformance_a_missing_model_is_refused_at_once_with_the_servers_words_and_the_pull_command(
+    ollama_url: str,
+) -> None:
+    model = "hindsight-no-such-model"
+    reply = httpx.post(f"{ollama_url}/api/embed", json={"model": model, "input": ["a"]}, timeout=60)
+    assert reply.status_code == 404
+    assert reply.json() == {"error": f'model "{model}" not found, try pulling it first'}
+    with pytest.raises(EmbedderError, match=f"run `ollama pull {model}`"):
+        embedder_at(ollama_url, model).embed_query("q")
 
 
 def test_documents_are_prefixed_batched_and_unit_length() -> None:
@@ -73,7 +127,7 @@ def test_persistent_server_errors_raise_after_the_retries() -> None:
 def test_a_missing_model_fails_at_once_with_the_servers_reason() -> None:
     with OllamaStandIn(refuse=True) as standin, pytest.raises(EmbedderError, match="try pulling it"):
         embedder_for(standin).embed_documents(["one"])
-    assert len(standin.requests) == 1
+    assert len(standin.requests) == 1, "a 404 is not retried"
 
 
 def test_a_stalled_server_times_out_instead_of_hanging() -> None:
@@ -102,7 +156,7 @@ def test_an_all_zero_row_after_a_model_load_is_asked_again_and_never_returned() 
 def test_all_zero_rows_that_persist_are_refused_with_a_clear_error() -> None:
     with (
         OllamaStandIn(zero_rows_next=10) as standin,
-        pytest.raises(EmbedderError, match="all-zero or non-finite"),
+        pytest.raises(DegenerateVectorsError, match="all-zero or non-finite"),
     ):
         embedder_for(standin).embed_documents(["one", "two"])
 

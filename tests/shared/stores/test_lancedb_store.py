@@ -1,4 +1,5 @@
-"""The embedded store stays correct across its periodic compactions, which also delete old versions."""
+"""The embedded store stays correct across its periodic compactions, which also delete old versions,
+and a library written before manifest rows held centroids gets them once, when opened."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from shared.contracts import Chunk, Document, SourceKind
 from shared.stores import lancedb_store
 from shared.stores.lancedb_store import LanceDBStore, cleanup_age
 
-DIMENSION = 8
+DIMENSION = 384  # the embedder's: LanceDB treats long fixed-size lists as vectors (nulls refused unless said)
 
 
 def document(number: int, words: list[str]) -> tuple[Document, list[Chunk]]:
@@ -145,3 +146,24 @@ def test_compaction_deletes_old_versions_but_not_the_one_a_running_query_reads(
     assert store.count_chunks() == 10
     assert [hit.chunk.id for hit in store.keyword_search("rev2x7", 5)] == ["doc7:0"]
     assert store.keyword_search("rev1x7", 5) == []
+
+
+def test_a_library_written_before_centroids_gets_them_once_when_opened(tmp_path: Path) -> None:
+    store = LanceDBStore(tmp_path, DIMENSION)
+    for number in range(3):
+        write(store, number, [f"alpha{number}", f"beta{number}"])
+    store.replace_documents([document(9, [])[0]], [], np.zeros((0, DIMENSION)))
+    expected = store.document_centroids(["doc0", "doc1", "doc2", "doc9"])
+    database = lancedb.connect(str(tmp_path))  # rewrite the manifest as an older version wrote it
+    old_rows = database.open_table(lancedb_store.DOCUMENTS).to_arrow().drop_columns([lancedb_store.CENTROID])
+    database.create_table(lancedb_store.DOCUMENTS, data=old_rows, mode="overwrite")
+
+    reopened = LanceDBStore(tmp_path, DIMENSION)
+    found = reopened.document_centroids(["doc0", "doc1", "doc2", "doc9"])
+    assert set(found) == set(expected) == {"doc0", "doc1", "doc2"}, "a document without chunks has none"
+    for document_id, centroid in expected.items():
+        np.testing.assert_allclose(found[document_id], centroid, atol=1e-6)
+    assert len(reopened.manifest()) == 4 and reopened.manifest()["/notes/9.md"].chunk_count == 0
+    version = database.open_table(lancedb_store.DOCUMENTS).version
+    LanceDBStore(tmp_path, DIMENSION)
+    assert database.open_table(lancedb_store.DOCUMENTS).version == version, "opened again: nothing rewritten"

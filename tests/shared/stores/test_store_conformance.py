@@ -1,13 +1,19 @@
-"""One behaviour for every vector store: the same tests run against LanceDB (on disk) and against the
-Weaviate adapter, whose server is played by ``weaviate_standin`` (a Weaviate server cannot run here).
+"""One behaviour for every vector store: the same tests run against LanceDB (on disk), against the
+Weaviate adapter with its server played by ``weaviate_standin`` (a Weaviate server cannot run here),
+and against a real Weaviate server when ``HINDSIGHT_TEST_WEAVIATE_URL`` names one (gRPC on
+``HINDSIGHT_TEST_WEAVIATE_GRPC_PORT``, default 50051; each test gets collections of its own, deleted
+after it). Without it those runs are skipped with that reason (docs/stores.md).
 
 What the pipeline relies on: replacing a document leaves exactly its new chunks and manifest row,
-whatever was there and however often it is written; deletes remove both; searches rank, filter and
-limit inside the store; neighbours are fetched by ordinal.
+whatever was there and however often it is written, with its centroid; deletes remove both; searches
+rank, filter and limit inside the store; neighbours are fetched by ordinal; vectors of another length
+or without meaning are refused with the store's own error.
 """
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,20 +22,38 @@ import numpy as np
 import pytest
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
-from shared.interfaces import VectorStore
+from shared.interfaces import DegenerateVectorsError, VectorStore, VectorStoreError
+from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
-from shared.stores.weaviate_store import WeaviateStore
+from shared.stores.weaviate_store import DOCUMENT_SUFFIX, WeaviateStore, connect
 from tests.shared.stores.weaviate_standin import StandInClient
 
 DIMENSION = 8
+REAL_WEAVIATE = os.environ.get("HINDSIGHT_TEST_WEAVIATE_URL")
 
 
-@pytest.fixture(params=["lancedb", "weaviate"])
+@pytest.fixture(params=["lancedb", "weaviate-standin", "weaviate-server"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStore]:
     if request.param == "lancedb":
         yield LanceDBStore(tmp_path / "store", DIMENSION)
-    else:
+    elif request.param == "weaviate-standin":
         yield WeaviateStore(StandInClient(), "Conformance")
+    else:
+        yield from real_weaviate_store()
+
+
+def real_weaviate_store() -> Iterator[WeaviateStore]:
+    """A store on the real server named by ``HINDSIGHT_TEST_WEAVIATE_URL``, in collections of its own."""
+    if not REAL_WEAVIATE:
+        pytest.skip("no real Weaviate: set HINDSIGHT_TEST_WEAVIATE_URL (and _GRPC_PORT) to run against one")
+    grpc_port = int(os.environ.get("HINDSIGHT_TEST_WEAVIATE_GRPC_PORT", "50051"))
+    client = connect(Settings(weaviate_url=REAL_WEAVIATE, weaviate_grpc_port=grpc_port))
+    name = f"Conformance{uuid.uuid4().hex}"
+    try:
+        yield WeaviateStore(client, name)
+    finally:
+        client.collections.delete([name, name + DOCUMENT_SUFFIX])
+        client.close()
 
 
 def axis(index: int) -> np.ndarray:
@@ -251,3 +275,52 @@ def test_whole_documents_are_read_in_ordinal_order_across_fetches(
         cake, ["Sponge", "Icing"]
     )
     assert store.documents_chunks([]) == {}
+
+
+def test_a_centroid_follows_its_document_through_replaces_and_deletes(store: VectorStore) -> None:
+    bread, cake = document("bread"), document("cake")
+    write(store, bread, chunks_of(bread, BREAD), first_axis=0)
+    write(store, cake, chunks_of(cake, ["Sponge"]), first_axis=5)
+    write(store, bread, chunks_of(bread, ["Rye only"]), first_axis=3)  # a new version: one chunk
+    found = store.document_centroids([bread.id, cake.id])
+    np.testing.assert_allclose(found[bread.id], axis(3), atol=1e-6)
+    write(store, bread, [], first_axis=0)  # a version without chunks has no centroid
+    assert set(store.document_centroids([bread.id, cake.id])) == {cake.id}
+    store.delete_document(cake.id)
+    assert store.document_centroids([bread.id, cake.id]) == {}
+
+
+def test_a_vector_of_another_length_is_refused_on_write_and_on_query_with_the_stores_error(
+    store: VectorStore,
+) -> None:
+    doc = document("bread")
+    write(store, doc, chunks_of(doc, BREAD))
+    other = document("other")
+    with pytest.raises(VectorStoreError):
+        store.replace_documents([other], chunks_of(other, ["Too short"]), np.ones((1, DIMENSION - 3)))
+    with pytest.raises(VectorStoreError):
+        store.dense_search(np.ones(DIMENSION - 3, dtype=np.float32), 5)
+    assert store.count_chunks() == 3 and other.source_uri not in store.manifest()
+
+
+@pytest.mark.parametrize("bad", [0.0, np.nan, np.inf], ids=["zero", "nan", "inf"])
+def test_degenerate_vectors_are_refused_on_write_and_on_query(store: VectorStore, bad: float) -> None:
+    doc = document("bread")
+    rows = vectors(0, 3)
+    rows[1] = bad
+    with pytest.raises(DegenerateVectorsError, match="rows \\[1\\]"):
+        store.replace_documents([doc], chunks_of(doc, BREAD), rows)
+    with pytest.raises(DegenerateVectorsError):
+        store.dense_search(np.full(DIMENSION, bad, dtype=np.float32), 5)
+    assert store.count_chunks() == 0 and store.manifest() == {}
+
+
+def test_clear_leaves_an_empty_store_that_takes_new_writes(store: VectorStore) -> None:
+    bread = document("bread")
+    write(store, bread, chunks_of(bread, BREAD))
+    store.clear()
+    assert store.count_chunks() == 0 and store.manifest() == {} and store.document_centroids([bread.id]) == {}
+    write(store, bread, chunks_of(bread, BREAD[:1]))
+    assert store.count_chunks() == 1 and [h.chunk.ordinal for h in store.keyword_search("sourdough", 5)] == [
+        0
+    ]

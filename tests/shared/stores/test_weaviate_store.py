@@ -3,23 +3,26 @@ how it writes (its behaviour as a store is the conformance suite's, ``test_store
 
 A Weaviate server cannot run on this machine. The schema is checked through the client library's own
 request builder (the JSON it would send to ``/v1/schema``); the store's writes are checked against
-the in-memory stand-in of the client's collections (``weaviate_standin``).
+the in-memory stand-in of the client's collections (``weaviate_standin``), whose BM25F scores and
+dimension checks are held here to what Weaviate 1.28 does.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
+from weaviate.classes.data import DataObject
 from weaviate.collections.classes.config import _CollectionConfigCreate
 from weaviate.collections.classes.filters import _FilterAnd, _FilterOr, _FilterValue
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.stores.weaviate_store import (
     BM25_PROPERTIES,
+    MANIFEST_DESCRIPTION,
     WeaviateStore,
     WeaviateStoreError,
     bm25_query,
@@ -32,7 +35,7 @@ from shared.stores.weaviate_store import (
     manifest_collection_config,
     properties_chunk,
 )
-from tests.shared.stores.weaviate_standin import StandInClient
+from tests.shared.stores.weaviate_standin import K1, StandInClient, StandInCollection
 
 
 def make_chunk(ordinal: int, document_id: str = "doc_1") -> Chunk:
@@ -162,7 +165,7 @@ def test_a_batch_of_documents_is_one_client_batch_one_stale_delete_and_one_manif
     ]
     chunks = [make_chunk(0, "d1"), make_chunk(1, "d1"), make_chunk(0, "d2")]
     store.replace_documents(documents, chunks, np.ones((3, 4), dtype=np.float32))
-    assert chunks_col.batches == docs_col.batches == 1
+    assert chunks_col.inserts == docs_col.inserts == [3], "one insert_many each, no fixed-size batch"
     assert list(chunks_col.objects) == [chunk_uuid(c.id) for c in chunks]
     assert len(chunks_col.deletes) == 1 and isinstance(chunks_col.deletes[0], _FilterOr)
     assert [leaves(part) for part in chunks_col.deletes[0].filters] == [
@@ -177,13 +180,106 @@ def test_a_batch_of_documents_is_one_client_batch_one_stale_delete_and_one_manif
         store.replace_documents(documents[:1], [make_chunk(0, "d2")], np.ones((1, 4), dtype=np.float32))
     with pytest.raises(ValueError, match="listed twice"):
         store.replace_documents([documents[0], documents[0]], [], np.ones((0, 4), dtype=np.float32))
-    assert chunks_col.batches == 1, "a refused replace writes nothing"
+    assert chunks_col.inserts == [3], "a refused replace writes nothing"
 
 
-def test_rejected_objects_raise_with_weaviates_reason() -> None:
+def test_a_large_replace_goes_in_insert_many_requests_of_the_batch_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("shared.stores.weaviate_store.BATCH_SIZE", 2)
     client = StandInClient()
     store = WeaviateStore(client, "C")
-    client.by_name["C"].batch.failed_objects.append(SimpleNamespace(message="vector lengths don't match"))
     document = Document(id="d", source_uri="/x.md", kind=SourceKind.MARKDOWN, title="x", content_hash="h")
-    with pytest.raises(WeaviateStoreError, match="vector lengths"):
-        store.replace_document(document, [make_chunk(0, "d")], np.ones((1, 4), dtype=np.float32))
+    store.replace_document(
+        document, [make_chunk(i, "d") for i in range(5)], np.ones((5, 4), dtype=np.float32)
+    )
+    assert client.by_name["C"].inserts == [2, 2, 1] and store.count_chunks() == 5
+
+
+def bread_document(document_id: str = "d") -> Document:
+    return Document(id=document_id, source_uri=f"/{document_id}.md", kind=SourceKind.MARKDOWN, title="x",
+                    content_hash="h")  # fmt: skip
+
+
+def test_a_vector_of_another_length_is_refused_on_write_with_the_servers_reason() -> None:
+    """Weaviate's HNSW index takes the length of its first vector; the stand-in refuses like it."""
+    store = WeaviateStore(StandInClient(), "C")
+    store.replace_document(bread_document("a"), [make_chunk(0, "a")], np.ones((1, 4), dtype=np.float32))
+    with pytest.raises(WeaviateStoreError, match="new node has a vector with length 3"):
+        store.replace_document(bread_document("b"), [make_chunk(0, "b")], np.ones((1, 3), dtype=np.float32))
+    assert store.count_chunks() == 1
+
+
+def test_a_query_vector_of_another_length_raises_the_stores_error_not_the_clients() -> None:
+    store = WeaviateStore(StandInClient(), "C")
+    store.replace_document(bread_document("a"), [make_chunk(0, "a")], np.ones((1, 4), dtype=np.float32))
+    with pytest.raises(WeaviateStoreError, match="vector lengths don't match: 3 vs 4") as raised:
+        store.dense_search(np.ones(3, dtype=np.float32), 5)
+    assert type(raised.value.__cause__).__name__ == "WeaviateQueryError"
+
+
+def test_a_library_written_before_centroids_gets_them_once_when_opened() -> None:
+    client = StandInClient()
+    store = WeaviateStore(client, "C")
+    vectors = np.array([[1, 0, 0, 0], [0, 1, 0, 0]], dtype=np.float32)
+    store.replace_document(bread_document("d"), [make_chunk(0, "d"), make_chunk(1, "d")], vectors)
+    manifest = client.by_name["CDocument"]
+    manifest.objects = {uuid: (row, None) for uuid, (row, _) in manifest.objects.items()}  # as written before
+    manifest.description = "Hindsight manifest: one row per indexed file and the hash of its bytes"
+    assert store.document_centroids(["d"]) == {}
+    reopened = WeaviateStore(client, "C")
+    np.testing.assert_allclose(reopened.document_centroids(["d"])["d"], [2**-0.5, 2**-0.5, 0, 0], atol=1e-6)
+    assert manifest.inserts[-1] == 1 and manifest.description == MANIFEST_DESCRIPTION
+    manifest.iterator = None  # type: ignore[assignment,method-assign]  # reading every row again would fail
+    WeaviateStore(client, "C")
+    assert len(manifest.inserts) == 2, "opened again: the description says the rows hold centroids"
+
+
+def notes_corpus() -> StandInCollection:
+    """The issue-35 case: one chunk whose text says "notes", nine with "Notes" only in their heading
+    path, all with long texts and short titles."""
+    collection = StandInCollection()
+    filler = " ".join(f"word{i}" for i in range(40))
+    rows = [{"text": f"{filler} notes", "title": "Kitchen", "heading_path": ["Kitchen", "Bread"]}]
+    rows += [{"text": filler, "title": f"Trip {i}", "heading_path": [f"Trip {i}", "Notes"]} for i in range(9)]
+    collection.data.insert_many(
+        [DataObject(properties={"chunk_id": str(i), **row}, uuid=f"u{i}") for i, row in enumerate(rows)]
+    )
+    return collection
+
+
+def bm25_ids(collection: StandInCollection, query: str) -> list[str]:
+    result = collection.query.bm25(query=query, query_properties=BM25_PROPERTIES, limit=20)
+    return [o.properties["chunk_id"] for o in result.objects]
+
+
+def test_standin_bm25f_ranks_a_long_texts_mention_behind_short_heading_paths_as_weaviate_does() -> None:
+    """Weaviate 1.28 ranked the chunk whose text says "notes" last, behind nine chunks with "Notes"
+    only in their heading path: one BM25F over the properties normalises by the summed length of the
+    properties holding the term, so a 41-word text weighs more than a 3-word heading path."""
+    assert bm25_ids(notes_corpus(), "notes") == [str(i) for i in range(1, 10)] + ["0"]
+
+
+def test_standin_bm25f_scores_are_weaviates_formula_and_stopwords_are_dropped_from_the_query() -> None:
+    collection = notes_corpus()
+    found = collection.query.bm25(query="the notes", query_properties=BM25_PROPERTIES, limit=20).objects
+    scores = {o.properties["chunk_id"]: o.metadata.score for o in found}
+    # Mean lengths: text 40.1 words, title 1.9, heading path 2.9; their mean is the norm.
+    average = ((41 + 40 * 9) / 10 + (1 + 2 * 9) / 10 + (2 + 3 * 9) / 10) / 3
+    idf = math.log(1 + (10 - 10 + 0.5) / (10 + 0.5))
+    in_heading = idf * 1 / (1 + K1 * (1 - 0.75 + 0.75 * 3 / average))
+    in_text = idf * 1 / (1 + K1 * (1 - 0.75 + 0.75 * 41 / average))
+    assert scores["3"] == pytest.approx(in_heading) and scores["0"] == pytest.approx(in_text)
+    repeated = collection.query.bm25(query="notes notes", query_properties=BM25_PROPERTIES, limit=1)
+    assert repeated.objects[0].metadata.score == pytest.approx(2 * in_heading), "a repeated term: idf x 2"
+
+
+def test_standin_bm25f_weights_a_title_match_by_its_boost_inside_the_one_frequency() -> None:
+    collection = notes_corpus()
+    (top,) = collection.query.bm25(query="kitchen", query_properties=BM25_PROPERTIES, limit=1).objects
+    average = ((41 + 40 * 9) / 10 + (1 + 2 * 9) / 10 + (2 + 3 * 9) / 10) / 3
+    idf = math.log(1 + (10 - 1 + 0.5) / (1 + 0.5))
+    frequency, length = 2 * 1 + 1, 1 + 2  # title^2 and heading path hold it; their lengths add up
+    assert top.metadata.score == pytest.approx(
+        idf * frequency / (frequency + K1 * (1 - 0.75 + 0.75 * length / average))
+    )
