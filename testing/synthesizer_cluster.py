@@ -14,7 +14,8 @@ import redis
 from celery import Celery
 
 from shared.contracts import Answer, Event, RerankedQuestion
-from shared.events import EventStream, answer_key, load_result
+from shared.events import EventStream, load_result
+from shared.redis_keys import answer_key
 from shared.topology import SYNTHESIZE_FAN_OUT, TASK_QUEUES, worker
 
 ROOT = Path(__file__).resolve().parents[1]

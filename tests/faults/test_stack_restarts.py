@@ -24,7 +24,7 @@ import pytest
 import redis
 
 from shared.contracts import Event, QuestionOptions, Strategy
-from shared.events import events_key
+from shared.redis_keys import events_key
 from testing.processes import free_port, redis_url_for, start_redis_server, stop_redis_server, wait_for
 from tests.faults.files import write_notes
 from tests.faults.stack import FaultStack, assert_store_holds_exactly, index_report
