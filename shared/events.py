@@ -19,7 +19,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from shared.contracts import Answer, Contract, Event, EventStatus
-from shared.redis_keys import AS_LONG_AS_EVENTS, EVENTS_LIFETIME, answer_key, events_key
+from shared.redis_keys import AS_LONG_AS_EVENTS, answer_key, events_key
 from shared.settings import get_settings
 from shared.stage_events import AnswerData, Stage, checked_data
 
@@ -58,7 +58,7 @@ class EventStream:
 
     stream_id: str
     client: redis.Redis = field(default_factory=redis_client)
-    ttl_s: int = field(default_factory=lambda: EVENTS_LIFETIME.ttl_s(get_settings()))
+    ttl_s: int = field(default_factory=lambda: events_key.lifetime.ttl_s(get_settings()))
 
     def emit(
         self,

@@ -27,8 +27,6 @@ from pydantic import BaseModel
 from shared.contracts import IndexFileResult, IndexProgress, WatchedRoot
 from shared.events import redis_client
 from shared.redis_keys import (
-    INDEX_PROGRESS_LIFETIME,
-    INDEX_RECORDED_LIFETIME,
     WATCHED_ROOTS_KEY,
     index_progress_key,
     index_recorded_key,
@@ -198,14 +196,14 @@ class ProgressTracker:
         pipe = self._client.pipeline()
         pipe.hset(self._key, mapping={"total": total, "done": 0, "failed": 0, "chunks": 0, "t0": time.time()})
         pipe.hdel(self._key, "t1")
-        pipe.expire(self._key, INDEX_PROGRESS_LIFETIME.ttl_s(get_settings()))
+        pipe.expire(self._key, index_progress_key.lifetime.ttl_s(get_settings()))
         pipe.delete(self._recorded)
         pipe.execute()
         return self.read() or IndexProgress(job_id=self.job_id, total=total)
 
     def record(self, result: IndexFileResult) -> IndexProgress:
         """Count the file's result, unless this job already counted the file."""
-        failed, ttl = int(result.status == "failed"), INDEX_RECORDED_LIFETIME.ttl_s(get_settings())
+        failed, ttl = int(result.status == "failed"), index_recorded_key.lifetime.ttl_s(get_settings())
         self._client.eval(
             RECORD_ONCE, 2, self._key, self._recorded, result.path, failed, result.chunks, ttl, time.time()
         )

@@ -20,7 +20,7 @@ from fastapi import HTTPException, Request, status
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.gateway.metrics import record_rejection
-from shared.redis_keys import RATE_LIFETIME, rate_key
+from shared.redis_keys import rate_key
 from shared.settings import Settings
 from shared.topology import QUEUES, Queue
 
@@ -53,7 +53,7 @@ async def enforce_rate_limit(
     key = rate_key(caller, budget, window)
     pipe = client.pipeline()
     pipe.incr(key)
-    pipe.expire(key, RATE_LIFETIME.ttl_s(settings))
+    pipe.expire(key, rate_key.lifetime.ttl_s(settings))
     count, _ = await pipe.execute()
     if int(count) > per_minute:
         retry_after = int((window + 1) * 60 - now) + 1

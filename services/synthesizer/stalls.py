@@ -33,7 +33,6 @@ from shared.celery_app import app
 from shared.contracts import Contract, MapBatch, RerankedQuestion
 from shared.events import EventStream, redis_client
 from shared.redis_keys import (
-    MAP_STAGE_LIFETIME,
     MAP_STAGES_KEY,
     MAP_SWEEP_LOCK_KEY,
     MAP_SWEEP_LOCK_LIFETIME,
@@ -113,7 +112,7 @@ def record_stage(client: redis.Redis, stage: MapStage, ttl_s: int) -> None:
 
 def start_stage(stage: MapStage, batches: list[MapBatch]) -> Signature:
     """Record the stage, to be swept if it stalls; the chord that runs it."""
-    record_stage(redis_client(), stage, MAP_STAGE_LIFETIME.ttl_s(get_settings()))
+    record_stage(redis_client(), stage, map_stage_key.lifetime.ttl_s(get_settings()))
     return map_chord(stage, batches)
 
 

@@ -23,7 +23,7 @@ from services.gateway.streaming import STREAM_START, LastEventId, SentEvents, ev
 from services.gateway.worker_census import census
 from shared.contracts import Event, ScrapeRequest
 from shared.events import redis_client
-from shared.redis_keys import SCRAPE_JOB_LIFETIME, SCRAPE_LOCK_KEY, SCRAPE_LOCK_LIFETIME, scrape_job_key
+from shared.redis_keys import SCRAPE_LOCK_KEY, SCRAPE_LOCK_LIFETIME, scrape_job_key
 from shared.scrape_runs import enqueue_scrape, release_lock
 from shared.stage_events import Stage
 from shared.topology import Queue
@@ -61,7 +61,7 @@ async def scrape(client: RedisDep, settings: SettingsDep, body: ScrapeStart | No
             status.HTTP_503_SERVICE_UNAVAILABLE,
             "no scrape worker is running: `hindsight up` starts one (in Docker, the `scraper` service)",
         )
-    await client.set(scrape_job_key(job_id), "1", ex=SCRAPE_JOB_LIFETIME.ttl_s(settings))
+    await client.set(scrape_job_key(job_id), "1", ex=scrape_job_key.lifetime.ttl_s(settings))
     request = ScrapeRequest(job_id=job_id, refetch_all=body.refetch_all if body else False)
     await asyncio.to_thread(enqueue_scrape, request)
     return ScrapeAccepted(job_id=job_id, events_url=f"/v1/scrape/{job_id}/events")
