@@ -134,6 +134,10 @@ class DocumentData(Contract):
     progress: IndexProgress | None = None
     paths: list[str] | None = None
 
+    def to_payload(self) -> dict[str, Any]:
+        """Only the fields the event has (``"result" in data`` tells a file's event from a retry's)."""
+        return self.model_dump(mode="json", exclude={name for name, value in self if value is None})
+
 
 # The data each stage's events carry; a stage not named here carries none, or (the scrape stage)
 # the scraper's counts, which no reader types.

@@ -39,7 +39,7 @@ def test_retries_are_shown_and_other_events_ignored() -> None:
 
 
 def test_a_retried_batch_as_the_indexer_emits_it_is_a_retry_line_not_a_file_done() -> None:
-    emitted = DocumentData(paths=["/d/a.md"]).to_payload()  # result and progress are null
+    emitted = DocumentData(paths=["/d/a.md"]).to_payload()
     retry = bar_update(event("document", "progress", "a.md: retry 1 in 2.0s: timeout", emitted))
     assert (
         retry is not None and retry.completed is None and retry.line is not None and "retry 1" in retry.line

@@ -19,6 +19,7 @@ from shared.settings import get_settings
 from shared.stage_events import (
     QUESTION_STAGES,
     STAGE_DATA,
+    DocumentData,
     MapData,
     PlanData,
     Stage,
@@ -55,6 +56,12 @@ def test_an_events_data_reads_back_as_its_stages_model(stream: EventStream) -> N
     stream.emit(Stage.PLAN, "done", data=planned)
     [(_, event)] = stream.read()
     assert stage_data(Stage.PLAN, event.data) == planned
+
+
+def test_a_document_event_carries_only_the_fields_it_has(stream: EventStream) -> None:
+    stream.emit(Stage.DOCUMENT, "progress", "a.md: retry 1", data=DocumentData(paths=["/d/a.md"]))
+    [(_, event)] = stream.read()
+    assert event.data == {"paths": ["/d/a.md"]}
 
 
 def test_the_question_stages_run_in_the_topologys_order() -> None:
