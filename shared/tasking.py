@@ -23,13 +23,12 @@ from shared.celery_app import app
 from shared.contracts import IndexRequest, Question
 from shared.events import EventStream, StageReport, fail_question, redis_client
 from shared.redis_keys import cancelled_key
-from shared.stage_events import QUESTION_STAGES
-from shared.stage_events import Stage as EventStage
+from shared.stage_events import QUESTION_STAGES, Stage
 from shared.topology import INDEX_SCAN
 
 In = TypeVar("In", bound=Question)
 Out = TypeVar("Out", bound=Question)
-Stage = Callable[[In, StageReport], Out]
+StageFunction = Callable[[In, StageReport], Out]
 
 
 def enqueue_index(request: IndexRequest) -> None:
@@ -72,7 +71,7 @@ def input_type(stage: Callable[..., Any]) -> type[Question]:
     return taken
 
 
-def question_task(name: str, event: EventStage | None = None) -> Callable[[Stage[In, Out]], Task]:
+def question_task(name: str, event: Stage | None = None) -> Callable[[StageFunction[In, Out]], Task]:
     """Register ``stage`` as the Celery task ``name``, reported as the ``event`` stage of the question:
     by default the one :data:`QUESTION_STAGES` names for the task.
 
@@ -81,7 +80,7 @@ def question_task(name: str, event: EventStage | None = None) -> Callable[[Stage
     """
     event = event or QUESTION_STAGES[name]
 
-    def register(stage: Stage[In, Out]) -> Task:
+    def register(stage: StageFunction[In, Out]) -> Task:
         takes = input_type(stage)
 
         @functools.wraps(stage)
