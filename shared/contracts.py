@@ -66,6 +66,8 @@ class Chunk(Contract):
 
     ``char_start``/``char_end`` index the document's extracted text, so neighbouring chunks can be
     stitched back together exactly and a citation can point at the very characters it rests on.
+    ``body_start`` is where that text starts in the file's own decoded text (``shared.source_text``):
+    the length of a Markdown file's front matter, set by the indexer, 0 for every other file.
     Document fields needed for filtering and citing are copied in, so no stage re-reads the store.
     """
 
@@ -82,12 +84,24 @@ class Chunk(Contract):
     kind: SourceKind
     space: str | None = None
     document_date: datetime | None = None
+    body_start: int = Field(default=0, ge=0)
+
+    @field_validator("body_start", mode="before")
+    @classmethod
+    def _unknown_body_start_is_zero(cls, value: object) -> object:
+        """A row written before ``body_start`` was stored reads as 0 (its store marks it pending)."""
+        return 0 if value is None else value
 
     @model_validator(mode="after")
     def _span_matches_text(self) -> Chunk:
         if self.char_end - self.char_start != len(self.text):
             raise ValueError("chunk span length must equal its text length")
         return self
+
+    def passage(self) -> str:
+        """What is embedded and keyword-searched: the title and heading path give the text its
+        context, as the reader of the section sees it."""
+        return "\n".join([self.title, *self.heading_path, self.text])
 
 
 class Strategy(StrEnum):
@@ -186,13 +200,13 @@ class Citation(Contract):
     """What an ``[n]`` marker in the answer resolves to: the exact characters of a source.
 
     For Markdown and plain-text files ``char_start``/``char_end`` index the file's own text as loaded
-    (UTF-8, from its first character, front matter included) and ``line``/``column`` (1-based) are
-    where the quote starts, so ``path:line`` opens it in an editor; ``verified`` means only that the
-    file holds exactly ``quote`` there now ("quote found in file"), not that the quote answers the
-    question: ``rank`` (1 = first among the passages synthesis read) and ``rerank_score`` (the
-    cross-encoder's logit, ``None`` when no model scored it) say how relevant the passage was judged.
-    For PDF and HTML, whose indexed text is extracted rather than the
-    file's characters, they index the extracted text and ``line``/``column`` are ``None``.
+    (decoded by ``shared.source_text``, from its first character, front matter included) and
+    ``line``/``column`` (1-based) are where the quote starts, so ``path:line`` opens it in an editor;
+    ``verified`` means only that the file holds exactly ``quote`` there now ("quote found in file"), not
+    that the quote answers the question: ``rank`` (1 = first among the passages synthesis read) and
+    ``rerank_score`` (the cross-encoder's logit, ``None`` when no model scored it) say how relevant the
+    passage was judged. For PDF and HTML, whose indexed text is extracted rather than the file's
+    characters, they index the extracted text and ``line``/``column`` are ``None``.
     """
 
     number: int = Field(ge=1)

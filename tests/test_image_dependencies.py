@@ -65,12 +65,19 @@ def _project_requirements(extras: tuple[str, ...]) -> list[Requirement]:
 
 
 def _installed_closure(requirements: list[Requirement]) -> set[str]:
-    """The canonical names of the installed distributions these requirements pull in."""
+    """The canonical names of the installed distributions these requirements pull in, each
+    distribution's requested extras followed (``celery[redis]`` pulls ``kombu[redis]``)."""
     closure: set[str] = set()
-    pending = [(requirement, frozenset(requirement.extras)) for requirement in requirements]
+    followed: set[tuple[str, str]] = set()
+    pending = [
+        (requirement.name, extra) for requirement in requirements for extra in ("", *requirement.extras)
+    ]
     while pending:
-        requirement, extras = pending.pop()
-        name = canonicalize_name(requirement.name)
+        name, extra = pending.pop()
+        name = canonicalize_name(name)
+        if (name, extra) in followed:
+            continue
+        followed.add((name, extra))
         try:
             dependencies = metadata.requires(name) or []
         except metadata.PackageNotFoundError:
@@ -78,11 +85,9 @@ def _installed_closure(requirements: list[Requirement]) -> set[str]:
         closure.add(name)
         for text in dependencies:
             child = Requirement(text)
-            environments = [{"extra": extra} for extra in extras] or [{"extra": ""}]
-            if child.marker and not any(child.marker.evaluate(env) for env in environments):
+            if child.marker and not child.marker.evaluate({"extra": extra}):
                 continue
-            if canonicalize_name(child.name) not in closure:
-                pending.append((child, frozenset(child.extras)))
+            pending.extend((child.name, child_extra) for child_extra in ("", *child.extras))
     return closure
 
 

@@ -2,14 +2,14 @@
 
 The path is never taken from the request: it is the ``source_uri`` of a citation in an answer the
 pipeline stored, read through the safe open (``shared.safe_files``: no symlink, a regular file under
-the roots, size-capped). A Markdown or text citation's span counts in the file's own text (front
-matter included); a PDF's or an HTML file's counts in the text the indexer extracted, which
-``shared.extracted_text`` extracts here the same way. The span highlighted is
-``text[char_start:char_end]`` when the text still holds the quote there; after an edit that moved
-it, the occurrence nearest the cited offset. A PDF's passage is its whole page, with the page number;
-a text file's has its line. When the quote cannot be found (file gone or changed, or refused by the
-safe open) the quote alone is returned, marked as such. A Markdown file's evidence gets its thread
-context (``thread_source``) from the same read of the file.
+the roots, the indexer's size cap). A Markdown or text citation's span counts in the file's own text
+(front matter included), decoded as the indexer decoded it (``shared.source_text``); a PDF's or an
+HTML file's counts in the text the indexer extracted, which ``shared.extracted_text`` extracts here
+the same way. The span highlighted is ``text[char_start:char_end]`` when the text still holds the
+quote there; after an edit that moved it, the occurrence nearest the cited offset. A PDF's passage
+is its whole page, with the page number; a text file's has its line. When the quote cannot be found
+(file gone or changed, or refused by the safe open) the quote alone is returned, marked as such. A
+Markdown file's evidence gets its thread context (``thread_source``) from the same read of the file.
 """
 
 from __future__ import annotations
@@ -22,18 +22,12 @@ from services.gateway.schemas import Evidence
 from services.gateway.thread_source import with_source_context
 from shared.contracts import Citation, SearchResponse, SourceKind
 from shared.extracted_text import html_text, joined_pages, page_at, page_ranges, read_pdf
-from shared.markdown_source import MARKDOWN_SUFFIXES, split_front_matter
 from shared.safe_files import RefusedFileError, read_regular_file
 from shared.settings import get_settings
+from shared.source_text import FILE_TEXT_KINDS, decode_source, kind_of, read_file_text
 
 CONTEXT_CHARS = 400
-# Larger files are not read for evidence (the quote alone is returned).
-EVIDENCE_MAX_BYTES = 20 * 1024 * 1024
-# The indexer's default cap on a document's extracted text.
-EVIDENCE_MAX_CHARS = 5_000_000
-TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text"})
-PDF_SUFFIXES = frozenset({".pdf"})
-HTML_SUFFIXES = frozenset({".html", ".htm"})
+EXTRACTED_KINDS = frozenset({SourceKind.PDF, SourceKind.HTML})
 
 
 @dataclass(frozen=True)
@@ -46,9 +40,10 @@ class SourceText:
     page_starts: list[int] = field(default_factory=list)
 
 
-def readable_source(uri: str, roots: list[Path], suffixes: frozenset[str] = TEXT_SUFFIXES) -> Path | None:
+def readable_source(uri: str, roots: list[Path], kinds: frozenset[SourceKind]) -> Path | None:
+    """The absolute path ``uri`` when it is a source of one of ``kinds`` and there are roots."""
     path = Path(uri)
-    if not roots or not path.is_absolute() or path.suffix.lower() not in suffixes:
+    if not roots or not path.is_absolute() or kind_of(path) not in kinds:
         return None
     return path
 
@@ -83,7 +78,7 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
     start = nearest_occurrence(source.text, citation.quote, citation.char_start) if citation.quote else None
     if start is not None:
         with_passage(found, source, start)
-    if Path(citation.source_uri).suffix.lower() in MARKDOWN_SUFFIXES:
+    if kind_of(Path(citation.source_uri)) is SourceKind.MARKDOWN:
         with_source_context(found, citation, source.text)
     return found
 
@@ -104,26 +99,39 @@ def with_passage(found: Evidence, source: SourceText, start: int) -> None:
 
 def source_text(uri: str, roots: list[Path]) -> SourceText | None:
     """The text a citation of ``uri`` counts in, through the safe open; ``None`` when it cannot be
-    read (refused, gone, not UTF-8, a damaged PDF)."""
+    read (refused, gone, a damaged PDF)."""
     if (text := file_text(uri, roots)) is not None:
         return SourceText(text)
-    path = readable_source(uri, roots, PDF_SUFFIXES | HTML_SUFFIXES)
+    path = readable_source(uri, roots, EXTRACTED_KINDS)
     if path is None:
         return None
     try:
-        raw = read_regular_file(path, EVIDENCE_MAX_BYTES, roots)
-        if path.suffix.lower() in PDF_SUFFIXES:
+        raw = read_regular_file(path, get_settings().max_file_bytes, roots)
+        if kind_of(path) is SourceKind.PDF:
             return extracted_pdf(raw)
-        return SourceText(html_text(raw.decode("utf-8-sig")), extracted=True)
-    except Exception:  # refused, gone, not UTF-8, or the PDF reader stopped (too slow, out of memory)
+        return SourceText(html_text(decode_source(raw).text), extracted=True)
+    except Exception:  # refused, gone, or the PDF reader stopped (too slow, out of memory)
+        return None
+
+
+def cited_pdf_bytes(citation: Citation, roots: list[Path]) -> bytes | None:
+    """The cited PDF's bytes through the safe open; ``None`` for a source that is not a PDF or
+    cannot be read now (refused, gone, over the size cap)."""
+    path = readable_source(citation.source_uri, roots, frozenset({SourceKind.PDF}))
+    if path is None:
+        return None
+    try:
+        return read_regular_file(path, get_settings().max_file_bytes, roots)
+    except (OSError, RefusedFileError):
         return None
 
 
 @lru_cache(maxsize=4)
 def extracted_pdf(raw: bytes) -> SourceText | None:
-    """A PDF's text as the indexer extracts it, by the same reader process and time limit (kept for
+    """A PDF's text as the indexer extracts it, by the same reader process and limits (kept for
     the next citation of the same file); ``None`` when the reader refuses or fails on it."""
-    outcome = read_pdf(raw, EVIDENCE_MAX_CHARS, get_settings().pdf_time_limit_s)
+    settings = get_settings()
+    outcome = read_pdf(raw, settings.max_document_chars, settings.pdf_time_limit_s)
     if not outcome.pages:
         return None
     text, starts = joined_pages(outcome.pages)
@@ -131,19 +139,21 @@ def extracted_pdf(raw: bytes) -> SourceText | None:
 
 
 def file_text(uri: str, roots: list[Path]) -> str | None:
-    """A Markdown or text source's text through the safe open; ``None`` when it cannot be read."""
-    path = readable_source(uri, roots)
+    """A Markdown or text source's text as the indexer decoded it (``shared.source_text``);
+    ``None`` when it cannot be read."""
+    path = readable_source(uri, roots, FILE_TEXT_KINDS)
     if path is None:
         return None
     try:
-        return read_regular_file(path, EVIDENCE_MAX_BYTES, roots).decode("utf-8")
-    except (OSError, UnicodeDecodeError, RefusedFileError):
+        return read_file_text(path, get_settings().max_file_bytes, roots).text
+    except (OSError, ValueError):  # gone, unreadable, refused by the safe open
         return None
 
 
 def with_lines(response: SearchResponse, roots: list[Path]) -> SearchResponse:
-    """Each passage of a Markdown or text file with the line of the file it starts on (a Markdown
-    file's offsets count from the end of its front matter); others keep ``None``."""
+    """Each passage of a Markdown or text file with the line of the file it starts on (its offsets
+    count from the chunk's ``body_start``, the end of a Markdown file's front matter); others keep
+    ``None``."""
     texts: dict[str, str | None] = {}
     for candidate in response.candidates:
         uri = candidate.chunk.source_uri
@@ -152,6 +162,5 @@ def with_lines(response: SearchResponse, roots: list[Path]) -> SearchResponse:
         text = texts[uri]
         if text is None:
             continue
-        body_start = split_front_matter(text)[1] if candidate.chunk.kind is SourceKind.MARKDOWN else 0
-        candidate.line = text.count("\n", 0, body_start + candidate.text_start) + 1
+        candidate.line = text.count("\n", 0, candidate.chunk.body_start + candidate.text_start) + 1
     return response

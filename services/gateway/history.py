@@ -48,6 +48,32 @@ async def forget(client: aioredis.Redis, caller: str, question_id: str) -> None:
         await client.lrem(conversation_key(caller, asked.conversation_id), 0, question_id)
 
 
+class StillPendingError(Exception):
+    """A conversation with a question still being answered is not erased (cancel that one first)."""
+
+
+async def erase_conversation(client: aioredis.Redis, caller: str, conversation_id: str) -> bool:
+    """Delete the caller's conversation and everything kept of its questions (the questions as
+    accepted, their answers and events), and take them out of the history; ``False`` when the
+    caller has no such conversation. Raises :class:`StillPendingError` when one is still pending."""
+    ids = await conversation_ids(client, caller, conversation_id)
+    if ids is None:
+        in_history = await client.zscore(history_key(caller), conversation_id) is not None
+        ids = [conversation_id] if in_history else None
+    if ids is None:
+        return False
+    for _, state in await kept_questions(client, ids):
+        if state.status == "pending":
+            raise StillPendingError(f"question {state.id} is still being answered: cancel it first")
+    pipe = client.pipeline()
+    pipe.zrem(history_key(caller), *ids)
+    pipe.delete(conversation_key(caller, conversation_id))
+    for question_id in ids:
+        pipe.delete(asked_key(question_id), answer_key(question_id), events_key(question_id))
+    await pipe.execute()
+    return True
+
+
 async def asked_question(client: aioredis.Redis, question_id: str) -> Question | None:
     raw = await client.get(asked_key(question_id))
     return Question.model_validate_json(raw) if raw else None

@@ -74,7 +74,7 @@ def content_security_policy(page: Path) -> str:
     styles = " ".join(["'self'", source_hashes(parser.blocks["style"])]).strip()
     return (
         f"default-src 'none'; script-src {scripts}; style-src {styles}; connect-src 'self'; "
-        "img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+        "img-src 'self' data:; worker-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
     )
 
 

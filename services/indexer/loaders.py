@@ -1,13 +1,18 @@
 """Turn a file into text plus what a citation needs: title, metadata, and where each part came from.
 
 Every loader returns the document's *extracted text*: the string whose character offsets chunks and
-citations use. PDFs also return a page-offset table, so each offset maps back to its page. A file we
-cannot read is never guessed at: :class:`SkippedFileError` (not a format we read) and
-:class:`LoadError` (a format we read, but this file is broken) carry the reason the report shows.
+citations use. The file is read once: the bytes hashed are the bytes indexed (``content_hash``).
+A Markdown or text file's text is its own, decoded as ``shared.source_text`` decodes it for every
+later reader; a Markdown file's indexed text starts after its front matter, at ``body_start``
+(stored with the chunks, so no later reader derives it again). PDFs also return a page-offset table,
+so each offset maps back to its page. A file we cannot read is never guessed at:
+:class:`SkippedFileError` (not a format we read) and :class:`LoadError` (a format we read, but this
+file is broken) carry the reason the report shows.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,21 +21,15 @@ from pathlib import Path
 
 import yaml
 
+from services.indexer.manifest_diff import content_digest
+from services.indexer.text_titles import plain_text_title
 from shared.contracts import SourceKind
 from shared.extracted_text import PdfText, html_text, joined_pages, page_at, page_ranges, read_pdf
 from shared.markdown_source import plain_inline, split_front_matter
 from shared.pdf_reader import ReaderDiedError, ReadTooLongError
 from shared.safe_files import FileTooLargeError, RefusedFileError, read_regular_file
+from shared.source_text import UTF8, decode_source, kind_of
 
-SUFFIX_KINDS = {
-    ".md": SourceKind.MARKDOWN,
-    ".markdown": SourceKind.MARKDOWN,
-    ".txt": SourceKind.TEXT,
-    ".text": SourceKind.TEXT,
-    ".pdf": SourceKind.PDF,
-    ".html": SourceKind.HTML,
-    ".htm": SourceKind.HTML,
-}
 H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 SNIFF_BYTES = 8192
 
@@ -40,7 +39,7 @@ class SkippedFileError(ValueError):
 
 
 class LoadError(ValueError):
-    """A supported format that this file breaks (corrupt, encrypted, badly encoded)."""
+    """A supported format that this file breaks (corrupt, encrypted)."""
 
 
 @dataclass
@@ -50,6 +49,8 @@ class LoadedDocument:
     kind: SourceKind
     metadata: dict[str, str] = field(default_factory=dict)
     page_starts: list[int] = field(default_factory=list)
+    body_start: int = 0
+    content_hash: str = ""
 
     def page_at(self, offset: int) -> int | None:
         """The 1-based page holding character ``offset``, or ``None`` for unpaged documents."""
@@ -61,7 +62,7 @@ class LoadedDocument:
 
 
 def kind_for(path: Path) -> SourceKind:
-    kind = SUFFIX_KINDS.get(path.suffix.lower())
+    kind = kind_of(path)
     if kind is None:
         raise SkippedFileError(f"unsupported file type {path.suffix or '(no extension)'}")
     return kind
@@ -92,19 +93,31 @@ def load_document(
     max_chars: int = 5_000_000,
     pdf_time_limit_s: float = 30.0,
 ) -> LoadedDocument:
-    """The document's extracted text; refused when it is over ``max_chars`` characters (or, for a
-    PDF, takes over ``pdf_time_limit_s`` to extract)."""
+    """The document's extracted text and the SHA-256 of the bytes it came from; refused when it is
+    over ``max_chars`` characters (or, for a PDF, takes over ``pdf_time_limit_s`` to extract)."""
     kind = kind_for(path)
     raw = read_source(path, max_bytes, roots)
+    loaded = load_bytes(raw, path, kind, max_chars, pdf_time_limit_s)
+    loaded.content_hash = content_digest(hashlib.sha256(raw).hexdigest(), kind)
+    return loaded
+
+
+def load_bytes(
+    raw: bytes, path: Path, kind: SourceKind, max_chars: int, pdf_time_limit_s: float
+) -> LoadedDocument:
+    """The document of ``raw``, the bytes of ``path`` (a file of ``kind``)."""
     if kind is SourceKind.PDF:
         return load_pdf(raw, path, max_chars, pdf_time_limit_s)
-    text = decode_text(raw, path)
+    refuse_binary(raw, path)
+    decoded = decode_source(raw)
     if kind is SourceKind.MARKDOWN:
-        loaded = load_markdown(text, path)
+        loaded = load_markdown(decoded.text, path)
     elif kind is SourceKind.HTML:
-        loaded = load_html(text, path)
+        loaded = load_html(decoded.text, path)
     else:
-        loaded = LoadedDocument(text=text, title=path.stem, kind=kind)
+        loaded = LoadedDocument(text=decoded.text, title=plain_text_title(decoded.text, path), kind=kind)
+    if decoded.encoding != UTF8:
+        loaded.metadata["encoding"] = decoded.encoding
     if not loaded.text.strip():
         raise SkippedFileError("no text to index (only whitespace or markup)")
     check_text_length(len(loaded.text), max_chars)
@@ -130,17 +143,6 @@ def sniff_text_file(path: Path, head: bytes) -> None:
         refuse_binary(head, path)
 
 
-def decode_text(raw: bytes, path: Path) -> str:
-    """UTF-8 text (a BOM is dropped); binary content and other encodings are refused, not guessed."""
-    refuse_binary(raw, path)
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise LoadError(
-            f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}; save the file as UTF-8"
-        ) from exc
-
-
 def metadata_value(value: object) -> str:
     """Front-matter values as strings; YAML dates become ISO 8601 so they parse back exactly."""
     if isinstance(value, datetime | date):
@@ -163,7 +165,9 @@ def load_markdown(raw: str, path: Path) -> LoadedDocument:
     text = raw[body_start:]
     heading = H1.search(text)
     title = metadata.get("title") or (plain_inline(heading.group(1)) if heading else path.stem)
-    return LoadedDocument(text=text, title=title, kind=SourceKind.MARKDOWN, metadata=metadata)
+    return LoadedDocument(
+        text=text, title=title, kind=SourceKind.MARKDOWN, metadata=metadata, body_start=body_start
+    )
 
 
 def load_html(raw: str, path: Path) -> LoadedDocument:

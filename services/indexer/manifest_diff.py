@@ -1,4 +1,6 @@
-"""Which files under a root are new, changed, unchanged or gone, by the SHA-256 of their bytes."""
+"""Which files under a root are new, changed, unchanged or gone, by the digest of their content: the
+SHA-256 of their bytes, and for a PDF or HTML file the version of the rules its text is extracted by
+(``shared.extracted_text.EXTRACTION_VERSION``), so new rules re-extract those files."""
 
 from __future__ import annotations
 
@@ -7,14 +9,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from shared.contracts import SourceKind
+from shared.extracted_text import EXTRACTION_VERSION
 from shared.interfaces import ManifestEntry
 from shared.safe_files import FileTooLargeError, open_regular_file
+from shared.source_text import kind_of
 
 HASH_BLOCK = 1 << 20
 
 
-def file_sha256(path: Path, max_bytes: int, roots: Sequence[Path] = ()) -> tuple[str, int]:
-    """The SHA-256 and size of the file's bytes, read through the safe open (``shared.safe_files``)."""
+def content_digest(sha256: str, kind: SourceKind | None) -> str:
+    """What a file's manifest entry records of its content: the SHA-256 of its bytes, and for an
+    extracted kind (PDF, HTML) ``+x`` and the extraction rules' version."""
+    extracted = kind in (SourceKind.PDF, SourceKind.HTML)
+    return f"{sha256}+x{EXTRACTION_VERSION}" if extracted else sha256
+
+
+def file_digest(path: Path, max_bytes: int, roots: Sequence[Path] = ()) -> tuple[str, int]:
+    """The file's :func:`content_digest` and size, its bytes read through the safe open
+    (``shared.safe_files``)."""
     digest, size = hashlib.sha256(), 0
     with open_regular_file(path, max_bytes, roots) as handle:
         while block := handle.read(HASH_BLOCK):
@@ -22,7 +35,7 @@ def file_sha256(path: Path, max_bytes: int, roots: Sequence[Path] = ()) -> tuple
             if size > max_bytes:
                 raise FileTooLargeError(size, max_bytes)
             digest.update(block)
-    return digest.hexdigest(), size
+    return content_digest(digest.hexdigest(), kind_of(path)), size
 
 
 def document_id_for(source_uri: str) -> str:

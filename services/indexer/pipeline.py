@@ -24,7 +24,7 @@ from pathlib import Path
 from services.indexer.chunking import chunk_text
 from services.indexer.discovery import discover
 from services.indexer.loaders import LoadedDocument, LoadError, SkippedFileError, load_document, refused
-from services.indexer.manifest_diff import diff_against_manifest, document_id_for, file_sha256
+from services.indexer.manifest_diff import diff_against_manifest, document_id_for, file_digest
 from services.indexer.refusals import Refusals
 from services.indexer.stream import BatchOutcome, PreparedFile, index_batches
 from shared.contracts import (
@@ -74,7 +74,7 @@ def begin_scan(
     refusals, failed_before = Refusals.of(settings), []
     for path in found.files:
         try:
-            digest, size = file_sha256(path, settings.max_file_bytes, roots)
+            digest, size = file_digest(path, settings.max_file_bytes, roots)
         except RefusedFileError as exc:
             found.skip(path, str(refused(exc)))
         except OSError as exc:
@@ -221,6 +221,7 @@ def build_chunks(
             kind=document.kind,
             space=loaded.metadata.get("space"),
             document_date=date,
+            body_start=loaded.body_start,
         )
         for ordinal, span in enumerate(spans)
     ]
@@ -256,7 +257,7 @@ def prepare_file(task: IndexFileTask, token_spans: TokenSpans, settings: Setting
         source_uri=task.path,
         kind=loaded.kind,
         title=loaded.title,
-        content_hash=task.content_hash,
+        content_hash=loaded.content_hash,
         metadata=loaded.metadata,
     )
     chunks = build_chunks(document, loaded, token_spans, settings)
@@ -267,7 +268,7 @@ def prepare_file(task: IndexFileTask, token_spans: TokenSpans, settings: Setting
         )
         return PreparedFile(task, result)
     indexed = IndexFileResult(path=task.path, status="indexed", chunks=len(chunks))
-    return PreparedFile(task, indexed, document, chunks, [passage_for_embedding(c) for c in chunks])
+    return PreparedFile(task, indexed, document, chunks, [chunk.passage() for chunk in chunks])
 
 
 def index_pipelined(
@@ -309,11 +310,6 @@ def index_one_by_one(
         except Exception as exc:  # a backend error on one file must not stop the others
             log.exception("indexing %s failed", task.path)
             yield IndexFileResult(path=task.path, status="failed", reason=f"{why}{type(exc).__name__}: {exc}")
-
-
-def passage_for_embedding(chunk: Chunk) -> str:
-    """Title and heading path give a chunk its context, as the reader of the section sees it."""
-    return "\n".join([chunk.title, *chunk.heading_path, chunk.text])
 
 
 def sync_root(

@@ -7,12 +7,15 @@ back from the store, all in one query, so a keyword common across a large corpus
 Each match (file, byte offset) becomes a character offset in the document's extracted text and is
 credited to the chunk whose ``[char_start, char_end)`` holds it. Only formats whose extracted text
 is the file's own text (Markdown after its front matter, plain text) can be mapped exactly, so only
-those are searched. A match the chunk's text does not confirm (the file changed since indexing) is
-dropped rather than guessed at.
+those are searched; the file is decoded as the indexer decoded it (``shared.source_text``) and a
+Markdown file's front matter is skipped by the length the indexer stored (``Chunk.body_start``). A
+match the chunk's text does not confirm (the file changed since indexing) is dropped rather than
+guessed at.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import shutil
@@ -26,9 +29,9 @@ from pathlib import Path
 from services.retriever.filters import chunk_passes
 from shared.contracts import Chunk, SearchFilters
 from shared.interfaces import Hit, VectorStore
-from shared.markdown_source import MARKDOWN_SUFFIXES, split_front_matter
+from shared.source_text import FILE_TEXT_KINDS, SUFFIX_KINDS, char_offset, decode_source
 
-SEARCHED_SUFFIXES = MARKDOWN_SUFFIXES | {".txt"}
+SEARCHED_SUFFIXES = frozenset(suffix for suffix, kind in SUFFIX_KINDS.items() if kind in FILE_TEXT_KINDS)
 MAX_MATCHES_PER_FILE = 50
 RG_TIMEOUT_S = 20.0
 
@@ -47,11 +50,6 @@ def find_rg(configured: Path | None = None) -> Path:
         if candidate.is_file():
             return candidate
     raise RipgrepMissingError("ripgrep (rg) not found; set HINDSIGHT_RG_PATH or install ripgrep")
-
-
-def body_offset(text: str, path: Path) -> int:
-    """Characters before the extracted text starts: the front matter of a Markdown file."""
-    return split_front_matter(text)[1] if path.suffix.lower() in MARKDOWN_SUFFIXES else 0
 
 
 @dataclass
@@ -142,14 +140,15 @@ class ExactSearcher:
     ) -> None:
         """Credit each match to the chunk of the file's document (``chunks``) that holds it."""
         try:
-            raw = path.read_bytes()
-            text = raw.decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+            raw = path.read_bytes().removeprefix(codecs.BOM_UTF8)  # ripgrep counts after a BOM too
+        except OSError:
             return
-        skip = body_offset(text, path)
+        encoding = decode_source(raw).encoding
+        skip = chunks[0].body_start if chunks else 0
         for match in matches:
-            start = len(raw[: match.byte_start].decode("utf-8", errors="replace")) - skip
-            length = len(raw[match.byte_start : match.byte_start + match.byte_length].decode("utf-8"))
+            file_start = char_offset(raw, match.byte_start, encoding)
+            length = char_offset(raw, match.byte_start + match.byte_length, encoding) - file_start
+            start = file_start - skip
             chunk = holding_chunk(chunks, start, length)
             if chunk is None:
                 continue

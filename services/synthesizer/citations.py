@@ -1,9 +1,10 @@
 """Resolve facts to numbered citations in the cited file's own coordinates, checked against the file.
 
 A fact's quote offset counts in the indexed text; the citation's counts in the file as loaded (front
-matter included), with the line and column there, and ``verified`` says the file holds exactly the
-quote at that span (found in the file, nothing about whether it answers: the passage's ``rank`` and
-cross-encoder ``rerank_score``, carried on the citation, describe that). A file that cannot be read
+matter included: the chunk's stored ``body_start`` shifts it), with the line and column there, and
+``verified`` says the file holds exactly the quote at that span (found in the file, nothing about
+whether it answers: the passage's ``rank`` and cross-encoder ``rerank_score``, carried on the
+citation, describe that). A file that cannot be read
 as text (PDF, HTML, gone) keeps the indexed offsets and is checked against the passage the fact came
 from.
 """
@@ -36,7 +37,7 @@ def cite(number: int, fact: Fact, candidate: Candidate, rank: int | None = None)
         rank=rank,
         rerank_score=candidate.rerank_score,
     )
-    source = read_source(chunk.source_uri, chunk.kind)
+    source = read_source(chunk)
     if source is None:
         return citation
     start = source.body_start + fact.quote_start

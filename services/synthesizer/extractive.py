@@ -91,7 +91,7 @@ def passage_of(candidate: Candidate, with_blocks: bool = False) -> Passage:
     """The candidate's complete sentences (and, ``with_blocks``, its introduced code blocks), taken
     from its file when the file still holds the passage."""
     start, end = candidate.text_start, candidate.text_start + len(candidate.text)
-    source = read_source(candidate.chunk.source_uri, candidate.chunk.kind)
+    source = read_source(candidate.chunk)
     if source is not None and source.body[start:end] == candidate.text:
         every = source.body_sentences
         near = source.body_blocks if with_blocks else []

@@ -1,27 +1,30 @@
 """A cited file's own text, and how offsets in the indexed text map onto it.
 
-The indexer cuts a Markdown file's front matter off before chunking, so a chunk's offsets count from
-the end of the front matter. A citation counts from the first character of the file instead (what an
-editor shows), with the 1-based ``line`` and ``column`` there. The file is read as the indexer reads
-it (UTF-8, a BOM dropped), and the body starts where ``shared.markdown_source`` says. Formats whose
-indexed text is not the file's characters (PDF, HTML) have no file text here: their citations keep
-the offsets of the extracted text.
+A chunk's offsets count in the indexed text, which for a Markdown file starts after its front
+matter, at the ``body_start`` the indexer stored with the chunk. A citation counts from the first
+character of the file instead (what an editor shows), with the 1-based ``line`` and ``column`` there.
+The file is read by ``shared.source_text``, the one reader every service shares: the safe open (no
+link followed, a regular file, under the roots of ``shared.index_jobs.allowed_roots`` whenever any
+are configured: the path comes from the store, not from a request), the indexer's size cap, its
+decoding (UTF-8 without its BOM, else Windows-1252). Formats whose indexed text is not the file's
+characters (PDF, HTML) have no file text here: their citations keep the offsets of the extracted
+text.
 """
 
 from __future__ import annotations
 
 import bisect
+import os
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
 from services.synthesizer.command_blocks import Block, introduced_blocks
 from services.synthesizer.segmentation import Sentence, segment
-from shared.contracts import SourceKind
-from shared.markdown_source import split_front_matter
-
-FILE_KINDS = frozenset({SourceKind.MARKDOWN, SourceKind.TEXT})
-MAX_SOURCE_BYTES = 20_000_000
+from shared.contracts import Chunk, SourceKind
+from shared.index_jobs import allowed_roots
+from shared.settings import get_settings
+from shared.source_text import FILE_TEXT_KINDS, line_starts, read_file_text
 
 
 @dataclass
@@ -34,11 +37,9 @@ class SourceFile:
     markdown: bool = True
 
     @classmethod
-    def of(cls, text: str, kind: SourceKind) -> SourceFile:
-        body_start = split_front_matter(text)[1] if kind is SourceKind.MARKDOWN else 0
-        line_starts = [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
+    def of(cls, text: str, kind: SourceKind, body_start: int) -> SourceFile:
         markdown = kind is SourceKind.MARKDOWN
-        return cls(text=text, body_start=body_start, line_starts=line_starts, markdown=markdown)
+        return cls(text=text, body_start=body_start, line_starts=line_starts(text), markdown=markdown)
 
     @property
     def body(self) -> str:
@@ -61,25 +62,27 @@ class SourceFile:
         return line, offset - self.line_starts[line - 1] + 1
 
 
-def read_source(uri: str, kind: SourceKind) -> SourceFile | None:
-    """The file behind ``uri`` when it is a text format still readable, else ``None``."""
-    if kind not in FILE_KINDS:
+def read_source(chunk: Chunk) -> SourceFile | None:
+    """The file ``chunk`` was cut from when it is a text format the safe open still admits, else
+    ``None``."""
+    if chunk.kind not in FILE_TEXT_KINDS:
         return None
-    path = Path(uri)
     try:
-        stat = path.stat()
+        found = os.lstat(chunk.source_uri)  # not followed: a link in the file's place is a new key
     except OSError:
         return None
-    if stat.st_size > MAX_SOURCE_BYTES:
-        return None
-    return cached_source(str(path), kind, stat.st_mtime_ns, stat.st_size)
+    roots = tuple(allowed_roots(get_settings()))
+    version = (found.st_ino, found.st_mtime_ns, found.st_size)
+    return cached_source(chunk.source_uri, chunk.kind, chunk.body_start, version, roots)
 
 
 @lru_cache(maxsize=256)
-def cached_source(path: str, kind: SourceKind, mtime_ns: int, size: int) -> SourceFile | None:
-    """Keyed by modification time and size, so a file edited since is read again."""
+def cached_source(
+    uri: str, kind: SourceKind, body_start: int, version: tuple[int, int, int], roots: tuple[Path, ...]
+) -> SourceFile | None:
+    """Keyed by the file's inode, modification time and size, so a file edited since is read again."""
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+        decoded = read_file_text(Path(uri), get_settings().max_file_bytes, roots)
+    except (OSError, ValueError):  # gone, unreadable, refused by the safe open (RefusedFileError)
         return None
-    return SourceFile.of(text, kind)
+    return SourceFile.of(decoded.text, kind, body_start)

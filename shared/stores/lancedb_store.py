@@ -64,6 +64,7 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("kind", pa.string()),
             pa.field("space", pa.string()),
             pa.field("document_date", pa.timestamp("us", tz="UTC")),
+            pa.field("body_start", pa.int64()),
             pa.field(SEARCH_COLUMN, pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dimension)),
         ]
@@ -117,7 +118,7 @@ def _timestamp_literal(moment: datetime) -> str:
 def chunk_row(chunk: Chunk, vector: np.ndarray) -> dict[str, Any]:
     row = chunk.model_dump(include=set(CHUNK_COLUMNS))
     row["kind"] = chunk.kind.value
-    row[SEARCH_COLUMN] = "\n".join([chunk.title, *chunk.heading_path, chunk.text])
+    row[SEARCH_COLUMN] = chunk.passage()
     row["vector"] = vector.astype(np.float32).tolist()
     return row
 
@@ -173,6 +174,7 @@ class LanceDBStore:
         with self._write_lock():
             self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
             self._documents = self._open_or_create(DOCUMENTS, DOCUMENTS_SCHEMA)
+            self._add_body_start()
             try:
                 self.repaired = self._repair()
             except (OSError, RuntimeError):  # a full disk or a read-only mount: reads go on, repair waits
@@ -185,6 +187,16 @@ class LanceDBStore:
         if name in self._db.list_tables().tables:
             return self._db.open_table(name)
         return self._db.create_table(name, schema=schema)
+
+    def _add_body_start(self) -> None:
+        """A library indexed before chunks stored ``body_start`` gets the column (its rows read as 0)
+        and its Markdown documents marked pending, so the next scan indexes them again with it."""
+        if "body_start" in self._chunks.schema.names:
+            return
+        self._chunks.add_columns({"body_start": "CAST(NULL AS BIGINT)"})
+        self._documents.update(
+            where=f"kind = {sql_string(SourceKind.MARKDOWN.value)}", values={"content_hash": ""}
+        )
 
     @contextmanager
     def _write_lock(self) -> Iterator[None]:

@@ -52,12 +52,6 @@ def binary_md(folder: Path, n: int) -> Path:
     return path
 
 
-def invalid_utf8(folder: Path, n: int) -> Path:
-    path = folder / f"latin1-{n}.txt"
-    path.write_bytes("Caf\xe9 cr\xe8me br\xfbl\xe9e, number ".encode("latin-1") + str(n).encode())
-    return path
-
-
 def corrupt_pdf(folder: Path, n: int) -> Path:
     path = folder / f"corrupt-{n}.pdf"
     path.write_bytes(b"%PDF-1.4\n" + random.Random(n).randbytes(300))
@@ -137,7 +131,7 @@ def bad_writers(scratch: Path, max_file_bytes: int) -> list[BadWriter]:
     encrypted = write_pdf(scratch / "encrypted.pdf", ["Secret page."], user_password="pw").read_bytes()
     textless = write_pdf(scratch / "textless.pdf", [""]).read_bytes()
     writers: list[BadWriter] = [
-        binary_md, invalid_utf8, corrupt_pdf, empty, whitespace_only, front_matter_only, broken_html,
+        binary_md, corrupt_pdf, empty, whitespace_only, front_matter_only, broken_html,
         unsupported, dangling_symlink, symlink_loop, too_big(max_file_bytes),
         copies_of(encrypted, "encrypted", ".pdf"), copies_of(textless, "scanned", ".pdf"),
     ]  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -111,11 +112,54 @@ def test_corrupt_pdf_is_refused_with_a_clear_reason(tmp_path: Path) -> None:
         load_document(path, LIMIT)
 
 
-def test_invalid_utf8_is_refused_with_the_offending_byte(tmp_path: Path) -> None:
+def test_a_windows_1252_text_file_is_indexed_as_its_characters_with_the_encoding_named(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "latin1.txt"
-    path.write_bytes("café au lait".encode("latin-1"))
-    with pytest.raises(LoadError, match=r"not valid UTF-8: byte 0xe9 at offset 3"):
-        load_document(path, LIMIT)
+    text = "Café au lait, crème brûlée — 3 € “chez Noël”.\n"
+    path.write_bytes(text.encode("cp1252"))
+    loaded = load_document(path, LIMIT)
+    assert loaded.text == text and loaded.metadata["encoding"] == "windows-1252"
+
+
+def test_the_hash_is_of_the_very_bytes_indexed_and_the_body_start_is_after_the_front_matter(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "thread.md"
+    raw = b"\xef\xbb\xbf" + EXPORTED_THREAD.encode()
+    path.write_bytes(raw)
+    loaded = load_document(path, LIMIT)
+    assert loaded.content_hash == hashlib.sha256(raw).hexdigest()
+    file_text = raw.decode("utf-8-sig")  # offsets count after the byte order mark
+    assert file_text[loaded.body_start :] == loaded.text
+    assert file_text[: loaded.body_start].startswith("---\ntitle:")
+
+
+def test_restructuredtext_is_indexed_as_text_titled_by_its_first_underlined_heading(tmp_path: Path) -> None:
+    path = tmp_path / "README.rst"
+    path.write_text(
+        ".. comment: generated\n\n"
+        "=================================\n"
+        ":program:`libfoo` for **Debian**\n"
+        "=================================\n\n"
+        "Building\n--------\n\nRun ``dpkg-buildpackage -us -uc`` in the source tree.\n"
+    )
+    loaded = load_document(path, LIMIT)
+    assert loaded.kind is SourceKind.TEXT and loaded.title == "libfoo for Debian"
+    assert loaded.text == path.read_text() and loaded.body_start == 0
+
+
+def test_asciidoc_is_indexed_as_text_titled_by_its_document_title(tmp_path: Path) -> None:
+    path = tmp_path / "guide.adoc"
+    path.write_text(
+        "// a comment\n= The Asciidoctor Guide\nDoc Writer <doc@example.org>\n\n"
+        "== Install\n\ngem install asciidoctor\n"
+    )
+    loaded = load_document(path, LIMIT)
+    assert loaded.kind is SourceKind.TEXT and loaded.title == "The Asciidoctor Guide"
+    untitled = tmp_path / "notes.adoc"
+    untitled.write_text("== Only a section\n\ntext\n")
+    assert load_document(untitled, LIMIT).title == "notes"
 
 
 def test_binary_renamed_md_is_skipped_not_guessed_at(tmp_path: Path) -> None:

@@ -6,17 +6,20 @@ Each test indexes a small temporary tree in-process (``sync_root``, the same ``b
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
+import lancedb
 import numpy as np
+import pytest
 
 from services.indexer.manifest_diff import document_id_for
 from services.indexer.pipeline import begin_scan, index_batch, plan_batches, sync_root
 from shared.contracts import Chunk, Document, IndexFileTask, IndexRequest, ScanReport
 from shared.embedding import OnnxEmbedder
 from shared.settings import Settings
-from shared.stores.lancedb_store import LanceDBStore
+from shared.stores.lancedb_store import CHUNKS, LanceDBStore
 from tests.indexer.documents import ARTICLE_HTML, write_pdf
 
 
@@ -130,17 +133,16 @@ def test_every_bad_input_gets_a_reason_and_the_rest_is_indexed(
     assert "corrupt PDF" in reasons["corrupt.pdf"]
     assert "encrypted PDF" in reasons["encrypted.pdf"]
     assert "empty file" in reasons["empty.md"]
-    assert "not valid UTF-8" in reasons["latin1.txt"]
     assert "above the 2.0 MB limit" in reasons["huge.txt"]
     assert "binary content" in reasons["binary.md"]
     assert reasons["loop-a.md"] == reasons["loop-b.md"] == "symlink loop"
     assert "not followed" in reasons["parent-loop"]
     assert "outside the configured roots" in reasons["escape.md"]
     assert "unsupported file type .png" in reasons["photo.png"]
-    assert {Path(r.path).name for r in report.failures} == {"corrupt.pdf", "encrypted.pdf", "latin1.txt"}
-    assert report.failed == 3 and report.skipped == len(report.skipped_files) == 8
+    assert {Path(r.path).name for r in report.failures} == {"corrupt.pdf", "encrypted.pdf"}
+    assert report.failed == 2 and report.skipped == len(report.skipped_files) == 8
     assert report.new == 4, "skipped files are refused at the scan, never queued as new"
-    assert [Path(uri).name for uri in store.manifest(str(docs))] == ["good.md"]
+    assert sorted(Path(uri).name for uri in store.manifest(str(docs))) == ["good.md", "latin1.txt"]
     assert store.count_chunks() == report.chunks >= 1
 
 
@@ -155,14 +157,50 @@ def test_a_scan_of_a_folder_outside_the_roots_is_refused(
     assert store.count_chunks() == 0
 
 
-def test_a_file_that_turns_bad_loses_its_old_chunks(
+def test_a_file_edited_between_scan_and_indexing_is_stored_with_the_hash_of_the_bytes_indexed(
     docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
 ) -> None:
     note = docs / "note.txt"
-    note.write_text("Original readable content about kefir.\n")
+    note.write_text("The kefir grains were fed on Monday.\n")
+    _, work = begin_scan(IndexRequest(job_id="edit", root=str(docs)), store, settings)
+    edited = b"The kefir grains were fed on Tuesday, with whole milk.\n"
+    note.write_bytes(edited)
+
+    index_batch(work, store, embedder, settings)
+
+    (entry,) = store.manifest(str(docs)).values()
+    assert entry.content_hash == hashlib.sha256(edited).hexdigest() != work[0].content_hash
+    assert "Tuesday" in store.document_chunks(entry.document_id, [0])[0].text
+    report, again = begin_scan(IndexRequest(job_id="next", root=str(docs)), store, settings)
+    assert (report.unchanged, report.changed, again) == (1, 0, []), "the hash describes what is indexed"
+
+
+def test_a_library_indexed_before_body_offsets_were_stored_opens_and_indexes_its_markdown_again(
+    docs: Path, settings: Settings, embedder: OnnxEmbedder
+) -> None:
+    thread = docs / "thread.md"
+    thread.write_text("---\ntitle: Kefir\n---\n# Kefir\n\nThe grains were fed on Monday.\n")
+    (docs / "plain.txt").write_text("Plain text has no front matter.\n")
+    sync(docs, LanceDBStore(settings.store_dir, embedder.dimension), embedder, settings)
+    lancedb.connect(str(settings.store_dir)).open_table(CHUNKS).drop_columns(["body_start"])  # as before
+
+    store = LanceDBStore(settings.store_dir, embedder.dimension)
+    (chunk,) = store.document_chunks(document_id_for(str(thread)), [0])
+    assert chunk.body_start == 0, "an old row reads, as 0"
+    report = sync(docs, store, embedder, settings)
+
+    assert (report.changed, report.unchanged) == (1, 1), "its Markdown is indexed again, nothing else"
+    (chunk,) = store.document_chunks(document_id_for(str(thread)), [0])
+    assert chunk.body_start == len("---\ntitle: Kefir\n---\n")
+
+
+def test_a_file_that_turns_bad_loses_its_old_chunks(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    note = write_pdf(docs / "note.pdf", ["Original readable content about kefir."])
     sync(docs, store, embedder, settings)
     assert store.count_chunks() == 1
-    note.write_bytes(b"kefir \xff\xfe broken")
+    note.write_bytes(b"%PDF-1.4\nkefir, no longer a PDF")
     report = sync(docs, store, embedder, settings)
     assert report.changed == 1 and report.failed == 1
     assert store.count_chunks() == 0 and store.manifest(str(docs)) == {}
@@ -305,3 +343,20 @@ def test_reindexing_and_rerunning_a_batch_keep_chunk_counts_exact(
     for name in ("n0.md", "n1.md"):
         ordinals = chunk_ordinals(store, docs / name)
         assert ordinals == list(range(manifest[str(docs / name)].chunk_count))
+
+
+def test_pdfs_and_html_indexed_under_older_extraction_rules_are_extracted_again_text_files_are_not(
+    docs: Path,
+    store: LanceDBStore,
+    embedder: OnnxEmbedder,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_pdf(docs / "paper.pdf", ["Starters need flour and water. " * 12, "Rye ferments fast. " * 12])
+    (docs / "page.html").write_text(ARTICLE_HTML)
+    (docs / "note.md").write_text(long_note("sourdough", 3))
+    assert sync(docs, store, embedder, settings).new == 3
+    monkeypatch.setattr("services.indexer.manifest_diff.EXTRACTION_VERSION", "next")
+    again = sync(docs, store, embedder, settings)
+    assert (again.changed, again.unchanged) == (2, 1)
+    assert sync(docs, store, embedder, settings).unchanged == 3

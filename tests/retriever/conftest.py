@@ -161,6 +161,7 @@ def build_document(root: Path, relative: str, raw: str) -> tuple[Document, list[
             kind=kind,
             space=metadata.get("space"),
             document_date=date,
+            body_start=len(raw) - len(body),
         )
         for ordinal, (start, end) in enumerate(char_windows(body))
     ]

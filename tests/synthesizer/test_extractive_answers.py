@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from services.indexer.loaders import load_document
 from services.synthesizer.citations import cite
 from services.synthesizer.extractive import extract_facts
 from services.synthesizer.llm_map import llm_extract_facts
@@ -20,10 +21,8 @@ from shared.contracts import (
     Candidate,
     Chunk,
     Fact,
-    SourceKind,
 )
 from shared.interfaces import Embedder
-from shared.markdown_source import split_front_matter
 from shared.settings import Settings
 from testing.sample_candidates import reranked_question
 from tests.conftest import REPO, require_embedder
@@ -39,10 +38,10 @@ def embedder() -> Embedder:
 
 
 def chunks_of(path: Path, title: str, size: int = 0) -> list[Chunk]:
-    """The file's body as the indexer sees it, in chunks of ``size`` characters (one chunk if 0); a
-    ``.txt`` file is plain text, anything else Markdown."""
-    raw = path.read_text()
-    body = raw[split_front_matter(raw)[1] :]
+    """The file's text as the indexer loads it (``load_document``: a Markdown file's body after its
+    front matter, ``body_start`` where it starts), in chunks of ``size`` characters (one chunk if 0)."""
+    loaded = load_document(path, 10_000_000)
+    body = loaded.text
     document_id = hashlib.sha256(str(path).encode()).hexdigest()[:16]
     size = size or len(body)
     return [
@@ -55,7 +54,8 @@ def chunks_of(path: Path, title: str, size: int = 0) -> list[Chunk]:
             char_end=min(start + size, len(body)),
             title=title,
             source_uri=str(path),
-            kind=SourceKind.TEXT if path.suffix == ".txt" else SourceKind.MARKDOWN,
+            kind=loaded.kind,
+            body_start=loaded.body_start,
         )
         for n, start in enumerate(range(0, len(body), size))
     ]

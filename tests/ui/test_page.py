@@ -94,6 +94,10 @@ def test_a_perplexity_thread_is_cited_by_its_title_question_and_address(
         "Asked: How long can sourdough dough proof in the fridge?"
     )
     assert "source:" not in page.locator("#evidence pre").inner_text()
+    place = page.locator("#evidence p.muted").first
+    # the file and its line, not the thread link with a line
+    expect(place).to_contain_text("Proofing sourdough in the fridge (7f1c).md:")
+    expect(place).not_to_contain_text("perplexity.ai")
     screenshot(page, "perplexity-evidence-desktop")
 
 
@@ -323,3 +327,92 @@ def test_the_library_panel_checks_the_perplexity_export_folder(browser: Browser,
     )
     assert no_sideways_scroll(page)
     screenshot(page, "perplexity-library-check-phone")
+
+
+def test_a_permalink_opened_in_a_browser_without_the_key_shows_its_answer_once_the_key_is_entered(
+    browser: Browser, stack: Stack
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    ask(page, QUESTION)
+    permalink = page.locator("#permalink").get_attribute("href")
+    assert permalink
+
+    fresh = open_page(browser, f"{stack.url}/{permalink}", WIDTHS["desktop"])  # a profile with no key
+    expect(fresh.locator("#key-problem")).to_be_visible()
+    fresh.fill("#api-key", stack.key)
+    fresh.locator("#api-key").dispatch_event("change")
+    expect(fresh.locator("#key-problem")).to_be_hidden()
+    expect(fresh.locator("#answer-question")).to_have_text(QUESTION)
+    expect(fresh.locator("#answer a.cite").first).to_be_visible()
+
+
+TAPPED = ["#tab-ask", "#tab-search", "#ask", "#filters-toggle", "#key-toggle", "#copy", "#permalink",
+          "#history li a", "#history .erase", "#history-search", "#index-start", "label.inline",
+          "#sources li"]  # fmt: skip
+
+
+def test_at_phone_width_every_control_is_44_px_tall_and_the_set_key_folds_away(
+    browser: Browser, stack: Stack
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["phone"])
+    ask(page, QUESTION)
+    short = {}
+    for selector in TAPPED:
+        target = page.locator(selector).first
+        expect(target, f"{selector} is shown").to_be_visible()
+        box = target.bounding_box()
+        assert box
+        if box["height"] < 44:
+            short[selector] = box["height"]
+    assert not short, f"controls under 44 px tall at 390 px: {short}"
+    checkbox = page.locator("#index-watch").bounding_box()
+    assert checkbox and checkbox["width"] >= 24 and checkbox["height"] >= 24
+    expect(page.locator("#api-key")).to_be_hidden()  # the key is set: one button instead of the field
+    answer = page.locator("#answer").bounding_box()
+    assert answer and answer["y"] < 844 / 2, answer  # the answer starts in the top half of a phone's screen
+    page.click("#key-toggle")
+    expect(page.locator("#api-key")).to_be_visible()
+    page.click("#filters-toggle")
+    expect(page.locator("#ask-filters")).to_be_visible()
+    screenshot(page, "phone-controls")
+
+
+def test_at_desktop_width_the_key_field_and_filters_stay_in_view(browser: Browser, stack: Stack) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    expect(page.locator("#api-key")).to_be_visible()
+    expect(page.locator("#ask-filters")).to_be_visible()
+    expect(page.locator("#key-toggle")).to_be_hidden()
+    expect(page.locator("#filters-toggle")).to_be_hidden()
+
+
+def asked_through_the_api(stack: Stack, question: str) -> str:
+    """Ask through the API and wait for the answer; the conversation's id."""
+    with stack.client() as http:
+        accepted = http.post("/v1/questions", json={"question": question}).json()
+        with http.stream("GET", accepted["events_url"], timeout=120) as events:
+            for line in events.iter_lines():
+                if '"stage":"answer"' in line.replace(" ", "") and '"status":"progress"' not in line:
+                    break
+        assert http.get(accepted["status_url"]).json()["status"] == "done"
+    return str(accepted["conversation_id"])
+
+
+def test_past_questions_are_searched_and_a_deleted_conversation_is_gone_with_its_answer(
+    browser: Browser, stack: Stack
+) -> None:
+    kept = asked_through_the_api(stack, "How warm should the proofing fridge be?")
+    erased = asked_through_the_api(stack, "Which flour feeds the starter?")
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["phone"])
+    page.fill("#history-search", "FLOUR")
+    expect(page.locator("#history li a")).to_have_text(["Which flour feeds the starter?"])
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.locator("#history li", has_text="Which flour").get_by_role("button").click()
+    expect(page.locator("#history li")).to_have_text(["no question matches"])
+    page.fill("#history-search", "")
+    expect(page.locator("#history li a", has_text="proofing fridge")).to_be_visible()
+    with stack.client() as http:
+        assert http.get(f"/v1/conversations/{erased}").status_code == 404
+        assert http.get(f"/v1/questions/{erased}/citations/1").status_code == 404  # the answer went too
+        assert http.get(f"/v1/conversations/{kept}").status_code == 200
+        assert http.delete(f"/v1/conversations/{erased}").status_code == 404
+        assert [q["id"] for q in http.get("/v1/questions", params={"q": "fridge be"}).json()] == [kept]

@@ -114,4 +114,13 @@ def test_a_pdf_citation_and_its_source_card_open_the_cited_page_with_the_quote_m
     expect(evidence.locator("pre")).to_contain_text("Chapter 2. Usage.")
     expect(evidence.locator("pre")).not_to_contain_text("Chapter 1.")
     expect(evidence).not_to_contain_text("source text unavailable")
+    printed = evidence.locator(".pdf-page canvas")
+    expect(printed).to_have_attribute("aria-label", "page 2 of the PDF")  # the cited page, drawn by PDF.js
+    expect(evidence.locator(".pdf-page .pdf-mark").first).to_be_visible()  # the quote marked on it
+    canvas, mark = printed.bounding_box(), evidence.locator(".pdf-page .pdf-mark").first.bounding_box()
+    assert canvas and mark and canvas["y"] <= mark["y"] <= canvas["y"] + canvas["height"]
+    assert page.evaluate(
+        "document.querySelector('.pdf-page canvas').getContext('2d')"
+        ".getImageData(0, 0, 400, 400).data.some((v, i) => i % 4 !== 3 && v < 128)"
+    )  # ink
     screenshot(page, f"pdf-evidence-{width_name}")

@@ -24,13 +24,15 @@ async def web_page() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
 
-# The page's own files and the Markdown renderer and sanitiser it vendors (static/licenses/); any
-# other name is 404, so nothing else under the folder is ever served.
+# The page's own files and the Markdown renderer, sanitiser and PDF renderer it vendors
+# (static/licenses/); any other name is 404, so nothing else under the folder is ever served.
 PAGE_ASSETS = {
     "page.css": "text/css",
     "page.js": "text/javascript",
     "markdown-it.min.js": "text/javascript",
     "purify.min.js": "text/javascript",
+    "pdf.min.mjs": "text/javascript",
+    "pdf.worker.min.mjs": "text/javascript",
 }
 
 

@@ -13,12 +13,12 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, cast
 
-from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi import APIRouter, HTTPException, Query, Request, Response, status
 from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.asking import accept_question
 from services.gateway.deps import RedisDep, SettingsDep
-from services.gateway.evidence import evidence_for
+from services.gateway.evidence import cited_pdf_bytes, evidence_for
 from services.gateway.history import (
     HISTORY_KEPT,
     forget,
@@ -39,7 +39,7 @@ from services.gateway.schemas import (
 )
 from services.gateway.streaming import STREAM_START, LastEventId, event_stream
 from services.gateway.worker_census import census, no_worker_reason
-from shared.contracts import Event
+from shared.contracts import Citation, Event
 from shared.events import TERMINAL_STAGE, WAITING_STAGE, fail_question, redis_client
 from shared.index_jobs import allowed_roots
 from shared.redis_keys import cancelled_key, history_key, stream_kind_key
@@ -74,13 +74,21 @@ async def ask(
 
 @router.get("", response_model=list[QuestionSummary])
 async def history(
-    request: Request, client: RedisDep, limit: Annotated[int, Query(ge=1, le=HISTORY_KEPT)] = 50
+    request: Request,
+    client: RedisDep,
+    limit: Annotated[int, Query(ge=1, le=HISTORY_KEPT)] = 50,
+    q: Annotated[str | None, Query(max_length=200, description="words the question contains")] = None,
 ) -> list[QuestionSummary]:
-    """The caller's recent questions, newest first, each with its status."""
-    ids = cast(list[str], await client.zrevrange(history_key(request.state.caller), 0, limit - 1))
-    return [
-        QuestionSummary(**summary_fields(asked, state)) for asked, state in await kept_questions(client, ids)
-    ]
+    """The caller's recent questions, newest first, each with its status; with ``q``, only those
+    whose text contains it (any case), searched over the whole kept history."""
+    ids = cast(
+        list[str], await client.zrevrange(history_key(request.state.caller), 0, -1 if q else limit - 1)
+    )
+    kept = await kept_questions(client, ids)
+    if q:
+        wanted = q.casefold().strip()
+        kept = [(asked, state) for asked, state in kept if wanted in asked.question.casefold()][:limit]
+    return [QuestionSummary(**summary_fields(asked, state)) for asked, state in kept]
 
 
 async def refuse_cancelled(client: RedisDep, question_id: str) -> None:
@@ -157,10 +165,8 @@ async def saying_when_waiting(
         yield {"event": WAITING_STAGE, "data": waiting.model_dump_json()}
 
 
-@router.get("/{question_id}/citations/{number}", response_model=Evidence)
-async def citation_evidence(
-    question_id: str, number: int, client: RedisDep, settings: SettingsDep
-) -> Evidence:
+async def stored_citation(client: RedisDep, question_id: str, number: int) -> Citation:
+    """Citation ``[number]`` of the question's stored answer; 404 when there is none."""
     await refuse_cancelled(client, question_id)
     answer = await stored_answer(client, question_id)
     if answer is None:
@@ -168,4 +174,28 @@ async def citation_evidence(
     citation = next((c for c in answer.citations if c.number == number), None)
     if citation is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the answer has no citation [{number}]")
+    return citation
+
+
+@router.get("/{question_id}/citations/{number}", response_model=Evidence)
+async def citation_evidence(
+    question_id: str, number: int, client: RedisDep, settings: SettingsDep
+) -> Evidence:
+    citation = await stored_citation(client, question_id, number)
     return await asyncio.to_thread(evidence_for, citation, allowed_roots(settings))
+
+
+@router.get(
+    "/{question_id}/citations/{number}/file",
+    response_class=Response,
+    responses={200: {"content": {"application/pdf": {}}, "description": "the cited PDF"}, 404: {}},
+)
+async def cited_pdf(question_id: str, number: int, client: RedisDep, settings: SettingsDep) -> Response:
+    """The cited PDF's own bytes, for the page to render the cited page: read through the safe open
+    under the indexed roots, from the path the stored answer names (never one from the request).
+    404 for any other kind of source, or a file that cannot be read now."""
+    citation = await stored_citation(client, question_id, number)
+    raw = await asyncio.to_thread(cited_pdf_bytes, citation, allowed_roots(settings))
+    if raw is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"citation [{number}] has no PDF that can be read now")
+    return Response(raw, media_type="application/pdf", headers={"Cache-Control": "private, no-store"})

@@ -30,6 +30,7 @@ function restoreKey() {
     setHash(params);
   }
   $("api-key").value = localStorage.getItem("hindsight-key") || "";
+  document.body.classList.toggle("keyed", Boolean($("api-key").value));
 }
 
 function headers(extra = {}) {
@@ -98,6 +99,7 @@ function showKeyProblem(reason) {
   banner.textContent = `The API key was refused (${reason}). Paste a valid key in the field at the top; ` +
     "`hindsight open` opens this page with the CLI's key.";
   banner.hidden = false;
+  document.body.classList.add("key-open");
 }
 
 async function checkKey() {
@@ -539,15 +541,20 @@ async function showEvidence(questionId, number) {
     const parts = [heading];
     if (evidence.turn_question) parts.push(element("p", { class: "turn" }, `Asked: ${evidence.turn_question}`));
     const labels = [quoteLabel(evidence), rankLabel(evidence)].filter(Boolean).join("; ");
-    parts.push(element("p", { class: "muted" }, `${evidence.thread_url || evidence.source_uri}${where} — ${labels}` +
+    // The file and line are where the quote is; a thread's web address has no lines (its link is the title).
+    parts.push(element("p", { class: "muted" }, `${evidence.source_uri}${where} — ${labels}` +
       (evidence.located ? "" : " — source text unavailable, showing the quote")));
     if (evidence.located && evidence.extracted) {
       parts.push(element("p", { class: "muted extracted" }, evidence.page
-        ? `Page ${evidence.page} of the PDF, as text extracted from it (layout and images are not shown)`
+        ? `Page ${evidence.page} of the PDF as printed, the quote marked; under it, the page's text as indexed`
         : "The text extracted from the page (as it was indexed), headings kept"));
     }
+    const printed = evidence.located && evidence.page && /\.pdf$/i.test(evidence.source_uri)
+      ? element("div", { class: "pdf-page" }, "loading the page…") : null;
+    if (printed) parts.push(printed);
     parts.push(passage);
     panel.replaceChildren(...parts);
+    if (printed) showPdfPage(printed, questionId, number, evidence.page, evidence.quote);
     $("evidence-section").scrollIntoView({ block: "nearest" });
     passage.querySelector("mark").scrollIntoView({ block: "center" });
   } catch (error) {
@@ -555,21 +562,118 @@ async function showEvidence(questionId, number) {
   }
 }
 
+// ---------- a PDF's cited page, as printed (PDF.js, vendored in /static) ----------
+
+// The quote's place among a page's text items, whitespace ignored and ligatures unfolded (the
+// indexer's text and PDF.js's may break lines and spaces differently): [item index, from, to] triples,
+// from/to the fraction of the item's width the quote covers.
+function quoteSpans(items, quote) {
+  const squeeze = (text) => text.normalize("NFKC").replace(/\s+/g, "");
+  const owners = [];
+  let stream = "";
+  items.forEach((item, index) => {
+    const text = squeeze(item.str || "");
+    stream += text;
+    for (let i = 0; i < text.length; i++) owners.push(index);
+  });
+  const wanted = squeeze(quote);
+  const at = wanted ? stream.indexOf(wanted) : -1;
+  if (at < 0) return [];
+  const spans = new Map();
+  for (let i = at; i < at + wanted.length; i++) {
+    const index = owners[i];
+    const span = spans.get(index) || { first: i, last: i };
+    span.last = i;
+    spans.set(index, span);
+  }
+  return [...spans].map(([index, span]) => {
+    const start = owners.indexOf(index);
+    const length = squeeze(items[index].str).length;
+    return [index, (span.first - start) / length, (span.last + 1 - start) / length];
+  });
+}
+
+async function showPdfPage(container, questionId, number, pageNumber, quote) {
+  let task = null;
+  try {
+    const pdfjs = await import("/static/pdf.min.mjs");
+    pdfjs.GlobalWorkerOptions.workerSrc = "/static/pdf.worker.min.mjs";
+    const data = await (await api(`/v1/questions/${questionId}/citations/${number}/file`)).arrayBuffer();
+    // Glyphs drawn as paths (no FontFace, which the page's CSP does not admit), no eval.
+    task = pdfjs.getDocument({ data, isEvalSupported: false, disableFontFace: true });
+    const pdf = await task.promise;
+    const page = await pdf.getPage(pageNumber);
+    const width = container.clientWidth || 600;
+    const viewport = page.getViewport({ scale: width / page.getViewport({ scale: 1 }).width });
+    const ratio = window.devicePixelRatio || 1;
+    const canvas = element("canvas", { width: Math.round(viewport.width * ratio), height: Math.round(viewport.height * ratio), role: "img", "aria-label": `page ${pageNumber} of the PDF` });
+    canvas.style.width = `${viewport.width}px`;
+    canvas.style.height = `${viewport.height}px`;
+    container.replaceChildren(canvas);
+    const scaled = page.getViewport({ scale: viewport.scale * ratio });
+    await page.render({ canvas, canvasContext: canvas.getContext("2d"), viewport: scaled }).promise;
+    const { items } = await page.getTextContent();
+    const spans = quoteSpans(items, quote);
+    for (const [index, from, to] of spans) {
+      const item = items[index];
+      const box = pdfjs.Util.transform(viewport.transform, item.transform);
+      const height = Math.hypot(box[2], box[3]);
+      const itemWidth = item.width * viewport.scale;
+      const mark = element("div", { class: "pdf-mark" });
+      Object.assign(mark.style, { left: `${box[4] + itemWidth * from}px`, top: `${box[5] - height}px`,
+        width: `${itemWidth * (to - from)}px`, height: `${height * 1.2}px` });
+      container.append(mark);
+    }
+    if (!spans.length) container.append(element("p", { class: "muted" }, "The quote could not be placed on the printed page; it is marked in the text below."));
+    else container.querySelector(".pdf-mark").scrollIntoView({ block: "center" });
+  } catch (error) {
+    container.replaceChildren(element("p", { class: "muted" }, `The printed page could not be shown (${error.message}); the page's text is below.`));
+  } finally {
+    if (task) task.destroy();
+  }
+}
+
 // ---------- history and permalinks ----------
 
 async function loadHistory() {
-  const entries = await (await api("/v1/questions?limit=50")).json();
+  const words = $("history-search").value.trim();
+  const query = new URLSearchParams({ limit: "50", ...(words ? { q: words } : {}) });
+  const entries = await (await api(`/v1/questions?${query}`)).json();
   const list = $("history");
   list.replaceChildren();
-  if (!entries.length) list.append(element("li", { class: "muted" }, "no questions yet"));
+  if (!entries.length) list.append(element("li", { class: "muted" }, words ? "no question matches" : "no questions yet"));
   for (const entry of entries) {
     const item = element("li", { "data-id": entry.id });
     const link = element("a", { href: `#c=${entry.conversation_id}`, title: entry.question }, entry.question);
     link.addEventListener("click", (e) => { e.preventDefault(); openConversation(entry.conversation_id); });
-    item.append(link, element("span", { class: `muted ${entry.status}` }, entry.status === "done" ? new Date(entry.asked_at * 1000).toLocaleDateString() : entry.status));
+    const erase = element("button", { type: "button", class: "secondary erase", title: "delete this conversation", "aria-label": `delete the conversation of “${entry.question}”` }, "×");
+    erase.addEventListener("click", () => deleteConversation(entry.conversation_id, entry.question));
+    if (entry.status === "pending") erase.disabled = true;
+    item.append(link, element("span", { class: `muted ${entry.status}` }, entry.status === "done" ? new Date(entry.asked_at * 1000).toLocaleDateString() : entry.status), erase);
     list.append(item);
   }
 }
+
+async function deleteConversation(id, question) {
+  if (!window.confirm(`Delete “${question}” and its conversation's answers? The indexed files are not touched.`)) return;
+  try {
+    await api(`/v1/conversations/${id}`, { method: "DELETE" });
+    if (hashParams().get("c") === id || (conversation && conversation.id === id)) {
+      $("answer-section").hidden = true;
+      $("evidence-section").hidden = true;
+      setHash(new URLSearchParams());
+    }
+    await loadHistory();
+  } catch (error) {
+    showError("ask-error", error);
+  }
+}
+
+let historySearchTimer = null;
+$("history-search").addEventListener("input", () => {
+  clearTimeout(historySearchTimer);
+  historySearchTimer = setTimeout(() => loadHistory().catch((error) => showError("ask-error", error)), 250);
+});
 
 async function openConversation(id) {
   // The whole conversation: its earlier turns as the thread, its latest turn as the answer.
@@ -811,9 +915,31 @@ document.addEventListener("keydown", (e) => {
   $("question").focus();
 });
 
+// On a phone the key folds into a button once set, and the filters into another.
+function toggleOpen(button, target, className) {
+  const open = target.classList.toggle(className);
+  button.setAttribute("aria-expanded", String(open));
+}
+$("key-toggle").addEventListener("click", () => toggleOpen($("key-toggle"), document.body, "key-open"));
+$("filters-toggle").addEventListener("click", () => toggleOpen($("filters-toggle"), $("ask-view"), "filters-open"));
+
+// What the page's address names (a permalink's conversation or question), opened once the key works:
+// at start, or after a key is entered in a browser that had none.
+function openFromAddress() {
+  loadLibrary();
+  $("note-folder").value = localStorage.getItem("hindsight-notes") || "";
+  const conversationId = hashParams().get("c");
+  const id = hashParams().get("q");
+  if (conversationId) openConversation(conversationId);
+  else if (id) openQuestion(id);
+}
+
 $("api-key").addEventListener("change", async () => {
-  localStorage.setItem("hindsight-key", $("api-key").value.trim());
-  if (await checkKey()) loadLibrary();
+  const key = $("api-key").value.trim();
+  localStorage.setItem("hindsight-key", key);
+  document.body.classList.remove("key-open");
+  document.body.classList.toggle("keyed", Boolean(key));
+  if (await checkKey()) openFromAddress();
 });
 
 async function loadEventSchema() {
@@ -832,11 +958,5 @@ async function loadEventSchema() {
     showError("ask-error", error);
     return;
   }
-  if (!(await checkKey())) return;
-  loadLibrary();
-  $("note-folder").value = localStorage.getItem("hindsight-notes") || "";
-  const conversationId = hashParams().get("c");
-  const id = hashParams().get("q");
-  if (conversationId) openConversation(conversationId);
-  else if (id) openQuestion(id);
+  if (await checkKey()) openFromAddress();
 })();
