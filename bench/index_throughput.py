@@ -214,8 +214,9 @@ def celery_run(root: Path, work: Path, workers: int) -> CeleryRun:
 
     from shared.contracts import Event
     from shared.cpu import available_cores
-    from shared.events import EVENT_FIELD, events_key, index_report_key
+    from shared.events import EVENT_FIELD
     from shared.index_jobs import read_progress
+    from shared.redis_keys import events_key, index_report_key
     from shared.topology import task_routes, worker
     from shared.worker import Launch, worker_argv
     from testing.processes import running_redis, wait_for

@@ -20,8 +20,36 @@ from shared.reconnect import (
     install_closed_connection_guard,
 )
 from shared.redis_auth import celery_url
+from shared.redis_keys import (
+    QUESTION_UNACKED_INDEX_KEY,
+    QUESTION_UNACKED_KEY,
+    QUESTION_UNACKED_MUTEX_KEY,
+    QUESTION_UNACKED_MUTEX_LIFETIME,
+)
 from shared.settings import Settings, get_settings
-from shared.topology import QUESTION_CHAIN, QUESTION_QUEUES, QUEUES, TASK_QUEUES, task_routes
+from shared.topology import (
+    INDEX_BATCH,
+    MAP_CHORD,
+    QUESTION_CHAIN,
+    QUESTION_QUEUES,
+    QUEUES,
+    RETRIEVE_QUERY,
+    SCRAPE_LIBRARY_CHECK,
+    TASK_QUEUES,
+    task_routes,
+)
+
+# The tasks whose result someone reads: a chord's header (the chord's join, and the stall sweep for the
+# map's), and those the gateway waits on with ``.get()``. Every other task's result is passed along
+# its chain or read by no one: the result backend does not keep it (it kept each stage's whole
+# payload for ``event_ttl_s``).
+RESULTS_READ = frozenset({MAP_CHORD.header, INDEX_BATCH, RETRIEVE_QUERY, SCRAPE_LIBRARY_CHECK})
+
+
+def task_annotations(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Each task's time limits, and whether its result is stored (only if :data:`RESULTS_READ` names it)."""
+    limits = task_time_limits(settings)
+    return {task: {**limits[task], "ignore_result": task not in RESULTS_READ} for task in TASK_QUEUES}
 
 
 def task_time_limits(settings: Settings) -> dict[str, dict[str, int]]:
@@ -47,7 +75,7 @@ def create_app() -> Celery:
         task_queues=[Queue(name) for name in QUEUES],
         task_default_queue=TASK_QUEUES[QUESTION_CHAIN[0]],
         task_routes=task_routes(),
-        task_annotations=task_time_limits(settings),
+        task_annotations=task_annotations(settings),
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         task_track_started=True,
@@ -67,9 +95,6 @@ def create_app() -> Celery:
     return app
 
 
-QUESTION_SWEEP_LOCK_S = 10
-
-
 def question_transport_options(settings: Settings) -> dict[str, Any]:
     """Kombu's Redis options for a worker that serves only question stages.
 
@@ -82,12 +107,12 @@ def question_transport_options(settings: Settings) -> dict[str, Any]:
     """
     return {
         "visibility_timeout": settings.question_visibility_timeout_s,
-        "unacked_key": "unacked:question",
-        "unacked_index_key": "unacked_index:question",
-        "unacked_mutex_key": "unacked_mutex:question",
+        "unacked_key": QUESTION_UNACKED_KEY,
+        "unacked_index_key": QUESTION_UNACKED_INDEX_KEY,
+        "unacked_mutex_key": QUESTION_UNACKED_MUTEX_KEY,
         # A sweep takes milliseconds; a worker killed during one must not block every sweep for
         # kombu's default five minutes.
-        "unacked_mutex_expire": QUESTION_SWEEP_LOCK_S,
+        "unacked_mutex_expire": QUESTION_UNACKED_MUTEX_LIFETIME.ttl_s(settings),
         "unacked_restore_interval": settings.question_restore_interval_s,
         "unacked_restore_throttle": 1,
     }

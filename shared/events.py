@@ -1,7 +1,7 @@
 """Per-question (and per-index-job) progress on Redis Streams.
 
-Every stage appends events to ``hindsight:events:<id>``; the gateway turns the stream into
-server-sent events and the CLI renders it live. Streams expire ``event_ttl_s`` after the last
+Every stage appends events to the stream ``shared.redis_keys.events_key(<id>)``; the gateway turns
+the stream into server-sent events and the CLI renders it live. Streams expire ``event_ttl_s`` after the last
 write, so finished questions do not pile up in Redis.
 """
 
@@ -19,38 +19,13 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from shared.contracts import Answer, Contract, Event, EventStatus
+from shared.redis_keys import AS_LONG_AS_EVENTS, answer_key, events_key
 from shared.settings import get_settings
+from shared.stage_events import AnswerData, Stage, checked_data
 
 EVENT_FIELD = "event"
-TERMINAL_STAGE = "answer"
-# The gateway's server-sent event (never stored) while a question waits on a queue with no live worker.
-WAITING_STAGE = "waiting"
-
-
-def events_key(stream_id: str) -> str:
-    return f"hindsight:events:{stream_id}"
-
-
-def answer_key(question_id: str) -> str:
-    return f"hindsight:answer:{question_id}"
-
-
-def index_report_key(job_id: str) -> str:
-    return f"hindsight:index:{job_id}"
-
-
-def cancelled_key(question_id: str) -> str:
-    """Set by ``DELETE /v1/questions/{id}``: the question's stages not yet started are skipped, and
-    the gateway answers 404 for it."""
-    return f"hindsight:cancelled:{question_id}"
-
-
-RERANKER_STATUS_PREFIX = "hindsight:reranker:"
-
-
-def reranker_status_key(worker: str) -> str:
-    """Where a reranker worker publishes its :class:`RerankerStatus` (with a heartbeat TTL)."""
-    return f"{RERANKER_STATUS_PREFIX}{worker}"
+TERMINAL_STAGE = Stage.ANSWER
+WAITING_STAGE = Stage.WAITING
 
 
 # Retry a command for about 15 s of lost connection: a restarting Redis (a few seconds) must not fail
@@ -83,23 +58,25 @@ class EventStream:
 
     stream_id: str
     client: redis.Redis = field(default_factory=redis_client)
-    ttl_s: int = field(default_factory=lambda: get_settings().event_ttl_s)
+    ttl_s: int = field(default_factory=lambda: events_key.lifetime.ttl_s(get_settings()))
 
     def emit(
         self,
-        stage: str,
+        stage: Stage,
         status: EventStatus,
         detail: str = "",
         *,
-        data: dict[str, Any] | None = None,
+        data: Contract | dict[str, Any] | None = None,
         elapsed_ms: float = 0.0,
     ) -> Event:
+        """Append one event; ``data`` must be the model :data:`STAGE_DATA` declares for ``stage``
+        (``StageDataMismatchError`` or pydantic's ``ValidationError`` otherwise)."""
         event = Event(
             stream_id=self.stream_id,
             stage=stage,
             status=status,
             detail=detail,
-            data=data or {},
+            data=checked_data(stage, data),
             elapsed_ms=round(elapsed_ms, 1),
         )
         key = events_key(self.stream_id)
@@ -115,7 +92,7 @@ class EventStream:
         return [(entry_id, decode_entry(fields)) for _, entries in reply for entry_id, fields in entries]
 
     @contextmanager
-    def stage(self, stage: str, detail: str = "") -> Iterator[StageReport]:
+    def stage(self, stage: Stage, detail: str = "") -> Iterator[StageReport]:
         """Emit ``started`` now, then ``done`` (or ``failed``) with the elapsed time.
 
         The body may set ``report.detail`` and ``report.data`` to describe what it did.
@@ -139,8 +116,11 @@ class EventStream:
 
 @dataclass
 class StageReport:
+    """What a stage did, for its ``done`` event: ``data`` is its stage's model in :data:`STAGE_DATA`
+    (a dict only for a stage that declares none)."""
+
     detail: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
+    data: Contract | dict[str, Any] | None = None
     status: EventStatus = "done"
     elapsed_ms: float = 0.0
 
@@ -150,7 +130,7 @@ ModelT = TypeVar("ModelT", bound=Contract)
 
 def store_result(key: str, result: Contract, client: redis.Redis | None = None) -> None:
     """Keep a job's final result (answer, scan report) for as long as its events."""
-    (client or redis_client()).set(key, result.model_dump_json(), ex=get_settings().event_ttl_s)
+    (client or redis_client()).set(key, result.model_dump_json(), ex=AS_LONG_AS_EVENTS.ttl_s(get_settings()))
 
 
 def load_result(key: str, model: type[ModelT], client: redis.Redis | None = None) -> ModelT | None:
@@ -163,7 +143,7 @@ def store_answer(answer: Answer, client: redis.Redis | None = None) -> None:
     client = client or redis_client()
     store_result(answer_key(answer.question_id), answer, client)
     EventStream(answer.question_id, client).emit(
-        TERMINAL_STAGE, "done", "answer ready", data={"answer": answer.to_payload()}
+        TERMINAL_STAGE, "done", "answer ready", data=AnswerData(answer=answer)
     )
 
 

@@ -26,10 +26,14 @@ from pydantic import BaseModel
 
 from shared.contracts import IndexFileResult, IndexProgress, WatchedRoot
 from shared.events import redis_client
+from shared.redis_keys import (
+    WATCHED_ROOTS_KEY,
+    index_progress_key,
+    index_recorded_key,
+)
 from shared.safe_files import write_private
 from shared.settings import Settings, get_settings
 
-WATCHED_ROOTS_KEY = "hindsight:watch:roots"
 SYSTEM_FOLDERS = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 
@@ -161,14 +165,6 @@ def confine_to_roots(path: Path, roots: list[Path], refused: Mapping[Path, str] 
     return resolved
 
 
-def progress_key(job_id: str) -> str:
-    return f"hindsight:index:{job_id}:progress"
-
-
-def recorded_key(job_id: str) -> str:
-    return f"hindsight:index:{job_id}:recorded"
-
-
 # Counts a file only the first time it is recorded in a job, atomically: a batch redelivered after
 # its worker died records its files again, and they must not be counted twice.
 RECORD_ONCE = """
@@ -193,21 +189,21 @@ class ProgressTracker:
     def __init__(self, job_id: str, client: redis.Redis | None = None) -> None:
         self.job_id = job_id
         self._client = client or redis_client()
-        self._key = progress_key(job_id)
-        self._recorded = recorded_key(job_id)
+        self._key = index_progress_key(job_id)
+        self._recorded = index_recorded_key(job_id)
 
     def start(self, total: int) -> IndexProgress:
         pipe = self._client.pipeline()
         pipe.hset(self._key, mapping={"total": total, "done": 0, "failed": 0, "chunks": 0, "t0": time.time()})
         pipe.hdel(self._key, "t1")
-        pipe.expire(self._key, get_settings().event_ttl_s)
+        pipe.expire(self._key, index_progress_key.lifetime.ttl_s(get_settings()))
         pipe.delete(self._recorded)
         pipe.execute()
         return self.read() or IndexProgress(job_id=self.job_id, total=total)
 
     def record(self, result: IndexFileResult) -> IndexProgress:
         """Count the file's result, unless this job already counted the file."""
-        failed, ttl = int(result.status == "failed"), get_settings().event_ttl_s
+        failed, ttl = int(result.status == "failed"), index_recorded_key.lifetime.ttl_s(get_settings())
         self._client.eval(
             RECORD_ONCE, 2, self._key, self._recorded, result.path, failed, result.chunks, ttl, time.time()
         )
@@ -221,7 +217,7 @@ def read_progress(job_id: str, client: redis.Redis | None = None) -> IndexProgre
     """The job's progress with its rate and the time left at that rate. The rate counts from the first
     file done, not from the scan: the first file also waits for a worker to load its model (a 10 s
     start once made the ETA of a 106 s scan read 26 minutes), so with one file done there is no ETA."""
-    raw = (client or redis_client()).hgetall(progress_key(job_id))
+    raw = (client or redis_client()).hgetall(index_progress_key(job_id))
     if not raw:
         return None
     total, done = int(raw.get("total", 0)), int(raw.get("done", 0))

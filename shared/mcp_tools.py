@@ -22,6 +22,7 @@ from shared.citations import answer_with_sources, citation_place
 from shared.contracts import Answer, Citation, SearchResponse
 from shared.events import TERMINAL_STAGE
 from shared.refusals import EventLines, refusal_of, transport_failure
+from shared.stage_events import carried_answer
 
 ConnectGateway = Callable[[Context], httpx.AsyncClient]
 PASSAGE_CHARS = 700
@@ -134,7 +135,7 @@ async def answer_of(connect: ConnectGateway, ctx: Context, question_id: str) -> 
                     if event is None or event.stage != TERMINAL_STAGE:
                         continue
                     if event.status == "done":
-                        return Answer.model_validate(event.data["answer"])
+                        return carried_answer(event)
                     raise ToolError(f"the question failed: {event.detail}")
     except httpx.TransportError as exc:
         raise ToolError(transport_failure(exc)) from exc

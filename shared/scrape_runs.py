@@ -12,27 +12,17 @@ import redis
 from shared.celery_app import app
 from shared.contracts import ScrapeRequest
 from shared.events import redis_client
+from shared.redis_keys import SCRAPE_LOCK_KEY, SCRAPE_LOCK_LIFETIME
 from shared.settings import Settings
 from shared.topology import SCRAPE_RUN
 
-SCRAPE_LOCK_KEY = "hindsight:scrape:running"
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
-
-
-def scrape_job_key(job_id: str) -> str:
-    """Marks ``job_id`` as a scrape job the gateway started (so its events can be followed)."""
-    return f"hindsight:scrape:job:{job_id}"
-
-
-def lock_ttl_s(settings: Settings) -> int:
-    """The job's hard time limit and a minute's margin."""
-    return settings.job_time_limit_s + 60
 
 
 def try_lock(job_id: str, settings: Settings, client: redis.Redis | None = None) -> str | None:
     """Take the lock for ``job_id``; ``None`` when taken, else the id of the job already running."""
     client = client or redis_client()
-    if client.set(SCRAPE_LOCK_KEY, job_id, nx=True, ex=lock_ttl_s(settings)):
+    if client.set(SCRAPE_LOCK_KEY, job_id, nx=True, ex=SCRAPE_LOCK_LIFETIME.ttl_s(settings)):
         return None
     holder = client.get(SCRAPE_LOCK_KEY)
     return str(holder) if holder else try_lock(job_id, settings, client)

@@ -13,10 +13,13 @@ import redis
 from celery import Celery
 
 from shared.contracts import Answer, Event, RerankedQuestion
-from shared.events import EventStream, answer_key, load_result
+from shared.events import EventStream, load_result
+from shared.redis_keys import answer_key
 from shared.topology import SYNTHESIZE_FAN_OUT, TASK_QUEUES
 from shared.worker import Launch
 from testing.processes import REPO, start_worker
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class SynthesizerCluster:

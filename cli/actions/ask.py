@@ -16,6 +16,7 @@ from shared.citations import checks_label, quote_label, relevance_label, source_
 from shared.contracts import Answer, Citation, Event, QuestionOptions, Strategy
 from shared.events import TERMINAL_STAGE, WAITING_STAGE
 from shared.notes import save_note
+from shared.stage_events import carried_answer, search_data, stage_label
 
 
 @dataclass(frozen=True)
@@ -68,15 +69,6 @@ def latest_conversation() -> str:
     return found
 
 
-STAGE_WORDS = {
-    "plan": "understanding the question",
-    "search": "searching your notes",
-    "rerank": "ranking the passages",
-    "map": "reading the passages",
-    "reduce": "writing the answer",
-}
-
-
 @dataclass
 class QuestionProgress:
     """What the stream told about the question so far: how many passages the search found."""
@@ -84,8 +76,9 @@ class QuestionProgress:
     passages: int | None = None
 
     def record(self, event: Event) -> None:
-        if event.stage == "search" and "candidates" in event.data:
-            self.passages = int(event.data["candidates"])
+        searched = search_data(event)
+        if searched is not None:
+            self.passages = searched.candidates
 
     def summary(self, answer: Answer, elapsed_s: float) -> str:
         """ "Searched your notes · 8 passages · 3 sources · 1.7 s"."""
@@ -107,7 +100,7 @@ def follow_question(
     with console.status("understanding the question…") as spinner:
         for event in client.question_events(question_id):
             if event.stage == TERMINAL_STAGE and event.status == "done":
-                return Answer.model_validate(event.data["answer"])
+                return carried_answer(event)
             if event.stage == TERMINAL_STAGE:
                 (error_console if quiet else console).print(f"[red]failed[/red]: {shown(event.detail)}")
                 return None
@@ -120,7 +113,7 @@ def follow_question(
             progress.record(event)
             if stages and not quiet:
                 render_event(event)
-            spinner.update(f"{STAGE_WORDS.get(event.stage, event.stage)}…")
+            spinner.update(f"{stage_label(event.stage)}…")
     return None
 
 

@@ -19,9 +19,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from cli.client import GatewayClient, default_client
 from cli.console import console, shown
-from shared.contracts import Event, IndexFileResult, IndexProgress, ScanReport
+from shared.contracts import Event, IndexProgress, ScanReport
 from shared.index_jobs import PathOutsideRootsError, register_root
 from shared.settings import get_settings
+from shared.stage_events import DocumentData, Stage
 
 SKIPPED_SHOWN = 20
 
@@ -47,13 +48,13 @@ def format_eta(seconds: float | None) -> str:
 
 def bar_update(event: Event) -> BarUpdate | None:
     """Translate an index job event into a bar update (``None`` for events the bar ignores)."""
-    if event.stage == "scan" and event.status == "done":
+    if event.stage == Stage.SCAN and event.status == "done":
         return BarUpdate(description=shown(event.detail))
-    if event.stage == "progress":
+    if event.stage == Stage.PROGRESS:
         return BarUpdate(total=IndexProgress.model_validate(event.data).total, description="indexing")
-    if event.stage == "document" and "progress" in event.data:
-        progress = IndexProgress.model_validate(event.data["progress"])
-        result = IndexFileResult.model_validate(event.data["result"])
+    document = DocumentData.model_validate(event.data) if event.stage == Stage.DOCUMENT else None
+    if document is not None and document.progress is not None and document.result is not None:
+        progress, result = document.progress, document.result
         line = None
         if result.status != "indexed":
             colour = "red" if result.status == "failed" else "yellow"
@@ -66,7 +67,7 @@ def bar_update(event: Event) -> BarUpdate | None:
             eta=format_eta(progress.eta_s),
             line=line,
         )
-    if event.stage == "document" and event.status == "progress":
+    if document is not None and event.status == "progress":
         return BarUpdate(line=f"[yellow]retrying[/] {shown(event.detail)}")
     return None
 

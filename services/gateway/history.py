@@ -16,25 +16,11 @@ import redis.asyncio as aioredis
 
 from services.gateway.schemas import QuestionStatus
 from shared.contracts import MAX_TURN_ANSWER_CHARS, MAX_TURNS_READ, Answer, Event, Question, Turn
-from shared.events import TERMINAL_STAGE, StreamEntries, answer_key, decode_entry, events_key
+from shared.events import TERMINAL_STAGE, StreamEntries, decode_entry
+from shared.redis_keys import answer_key, asked_key, conversation_key, events_key, history_key
 
 HISTORY_KEPT = 200
 CITATION_MARK = re.compile(r"\s*\[\d+\]")
-
-
-def history_key(caller: str) -> str:
-    """A sorted set of the caller's question ids, scored by when each was asked."""
-    return f"hindsight:history:{caller}"
-
-
-def asked_key(question_id: str) -> str:
-    """The question as it was accepted (its text and options), kept as long as its events."""
-    return f"hindsight:question:{question_id}"
-
-
-def conversation_key(caller: str, conversation_id: str) -> str:
-    """The caller's conversation: its question ids, oldest first (another caller's is not found)."""
-    return f"hindsight:conversation:{caller}:{conversation_id}"
 
 
 async def remember(client: aioredis.Redis, caller: str, question: Question, ttl_s: int) -> None:

@@ -20,6 +20,7 @@ from fastapi import HTTPException, Request, status
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.gateway.metrics import record_rejection
+from shared.redis_keys import rate_key
 from shared.settings import Settings
 from shared.topology import QUEUES, Queue
 
@@ -49,10 +50,10 @@ async def enforce_rate_limit(
     budget, per_minute, what = rate_budget(request, settings)
     now = time.time()
     window = int(now // 60)
-    key = f"hindsight:rate:{caller}:{budget}:{window}"
+    key = rate_key(caller, budget, window)
     pipe = client.pipeline()
     pipe.incr(key)
-    pipe.expire(key, 120)
+    pipe.expire(key, rate_key.lifetime.ttl_s(settings))
     count, _ = await pipe.execute()
     if int(count) > per_minute:
         retry_after = int((window + 1) * 60 - now) + 1

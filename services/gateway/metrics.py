@@ -24,13 +24,14 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from shared.contracts import Event
-from shared.events import TERMINAL_STAGE, StreamEntries, decode_entry, events_key
+from shared.events import TERMINAL_STAGE, StreamEntries, decode_entry
 from shared.logging import bind_question
+from shared.redis_keys import METRICS_PENDING_KEY, events_key, stream_kind_key
+from shared.stage_events import Stage
 from shared.topology import QUEUES
 
 log = logging.getLogger(__name__)
 
-PENDING_KEY = "hindsight:metrics:pending"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
@@ -83,8 +84,8 @@ class Metrics:
         for event in events:
             if event.status == "failed":
                 self.tasks_failed.labels(event.stage).inc()
-            elif event.stage == "map" and event.status == "progress":
-                self.stage_latency.labels("map").observe(event.elapsed_ms / 1000)
+            elif event.stage == Stage.MAP and event.status == "progress":
+                self.stage_latency.labels(Stage.MAP).observe(event.elapsed_ms / 1000)
             elif event.status in ("done", "skipped") and event.elapsed_ms:
                 self.stage_latency.labels(event.stage).observe(event.elapsed_ms / 1000)
         final = events[-1] if events else None
@@ -93,15 +94,15 @@ class Metrics:
 
     def observe_index_job(self, events: list[Event]) -> None:
         for event in events:
-            if event.stage == "document":
+            if event.stage == Stage.DOCUMENT:
                 if event.status == "done":
                     self.documents_indexed.inc()
                 else:
-                    self.tasks_failed.labels("document").inc()
+                    self.tasks_failed.labels(Stage.DOCUMENT).inc()
             elif event.status == "failed":
                 self.tasks_failed.labels(event.stage).inc()
-            elif event.stage == "scan" and event.status == "done":
-                self.stage_latency.labels("scan").observe(event.elapsed_ms / 1000)
+            elif event.stage == Stage.SCAN and event.status == "done":
+                self.stage_latency.labels(Stage.SCAN).observe(event.elapsed_ms / 1000)
 
 
 def record_rejection(request: Request, reason: str) -> None:
@@ -112,31 +113,27 @@ def pending_member(kind: str, stream_id: str) -> str:
     return f"{kind}:{stream_id}"
 
 
-def kind_key(stream_id: str) -> str:
-    return f"hindsight:stream-kind:{stream_id}"
-
-
 async def track(client: aioredis.Redis, kind: str, stream_id: str, ttl_s: int) -> None:
     """Remember an accepted question (``q``) or index job (``i``), with when, until its stream ends,
     and which of the two it is for as long as its events are kept."""
     pipe = client.pipeline()
-    pipe.zadd(PENDING_KEY, {pending_member(kind, stream_id): time.time()})
-    pipe.set(kind_key(stream_id), kind, ex=ttl_s)
+    pipe.zadd(METRICS_PENDING_KEY, {pending_member(kind, stream_id): time.time()})
+    pipe.set(stream_kind_key(stream_id), kind, ex=ttl_s)
     await pipe.execute()
 
 
 async def require_known_stream(client: aioredis.Redis, kind: str, stream_id: str) -> float | None:
     """404 unless this gateway accepted a ``kind`` job (question or index job) with this id; when it
     is still pending, the time it was accepted."""
-    if await client.get(kind_key(stream_id)) != kind:
+    if await client.get(stream_kind_key(stream_id)) != kind:
         what = "question" if kind == "q" else "index job"
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no {what} with id {stream_id}")
-    score = await client.zscore(PENDING_KEY, pending_member(kind, stream_id))
+    score = await client.zscore(METRICS_PENDING_KEY, pending_member(kind, stream_id))
     return float(score) if score is not None else None
 
 
 def finished(kind: str, events: list[Event]) -> bool:
-    terminal = TERMINAL_STAGE if kind == "q" else "index"
+    terminal = TERMINAL_STAGE if kind == "q" else Stage.INDEX
     return any(e.stage == terminal and e.status in ("done", "failed") for e in events)
 
 
@@ -159,7 +156,9 @@ class StreamMetrics:
                 await asyncio.wait_for(stopping.wait(), self.poll_s)
 
     async def sweep(self) -> None:
-        pending = cast(list[tuple[str, float]], await self.client.zrange(PENDING_KEY, 0, -1, withscores=True))
+        pending = cast(
+            list[tuple[str, float]], await self.client.zrange(METRICS_PENDING_KEY, 0, -1, withscores=True)
+        )
         for member, accepted_at in pending:
             kind, _, stream_id = member.partition(":")
             entries = cast(StreamEntries, await self.client.xrange(events_key(stream_id)))
@@ -167,7 +166,7 @@ class StreamMetrics:
             abandoned = not events and time.time() - accepted_at > self.forget_after_s
             if not (finished(kind, events) or abandoned):
                 continue
-            if await self.client.zrem(PENDING_KEY, member) and events:
+            if await self.client.zrem(METRICS_PENDING_KEY, member) and events:
                 with bind_question(stream_id):
                     log.info("observed %s finished job", "question" if kind == "q" else "index")
                 (self.metrics.observe_question if kind == "q" else self.metrics.observe_index_job)(events)

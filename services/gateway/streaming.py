@@ -26,7 +26,8 @@ from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.metrics import record_rejection
 from shared.contracts import Event
-from shared.events import EVENT_FIELD, StreamEntries, StreamReply, decode_entry, events_key
+from shared.events import EVENT_FIELD, StreamEntries, StreamReply, decode_entry
+from shared.redis_keys import events_key
 
 SSE_BLOCK_MS = 15_000
 SentEvents = AsyncIterator[dict[str, str]]

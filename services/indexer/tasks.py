@@ -34,9 +34,11 @@ from services.indexer.pipeline import (
 from shared.backends import get_embedder, get_store
 from shared.celery_app import app
 from shared.contracts import IndexBatch, IndexFileResult, IndexRequest, ScanReport
-from shared.events import EventStream, index_report_key, store_result
+from shared.events import EventStream, store_result
 from shared.index_jobs import ProgressTracker
+from shared.redis_keys import index_report_key
 from shared.settings import Settings, get_settings
+from shared.stage_events import DocumentData, Stage
 from shared.topology import INDEX_BATCH, INDEX_REPORT, INDEX_SCAN
 
 log = logging.getLogger(__name__)
@@ -49,17 +51,17 @@ def scan(payload: dict[str, Any]) -> dict[str, Any]:
     started = time.time()
     settings = get_settings()
     try:
-        with events.stage("scan", f"diffing {request.root} against the manifest") as stage:
+        with events.stage(Stage.SCAN, f"diffing {request.root} against the manifest") as stage:
             report, work = begin_scan(request, get_store(), settings)
             stage.detail = describe(report)
-            stage.data = report.to_payload()
+            stage.data = report
     except Exception as exc:  # the job must still end with a report, or its readers wait forever
         reason = f"scan failed: {type(exc).__name__}: {exc}"
         failure = IndexFileResult(path=request.root, status="failed", reason=reason)
         report = ScanReport(job_id=request.job_id, root=request.root, failed=1, failures=[failure])
         return publish_report(report)
     progress = ProgressTracker(request.job_id).start(len(work))
-    events.emit("progress", "progress", f"{len(work)} files to index", data=progress.to_payload())
+    events.emit(Stage.PROGRESS, "progress", f"{len(work)} files to index", data=progress)
     if not work:
         return publish_report(finish_report(report, [], time.time() - started))
     callback = index_report.s(report.to_payload(), started)
@@ -118,10 +120,10 @@ def retry_later(batch: IndexBatch, attempts: int, backoff: float, exc: Exception
     first, more = Path(batch.files[0].path).name, len(batch.files) - 1
     names = f"{first} and {more} more" if more else first
     EventStream(batch.job_id).emit(
-        "document",
+        Stage.DOCUMENT,
         "progress",
         f"{names}: retry {attempts} in {backoff:.1f}s: {exc}",
-        data={"paths": [task.path for task in batch.files]},
+        data=DocumentData(paths=[task.path for task in batch.files]),
     )
 
 
@@ -130,10 +132,10 @@ def report_file(job_id: str, result: IndexFileResult, progress: ProgressTracker)
     counts = progress.record(result)
     detail = f"{Path(result.path).name}: {result.chunks} chunks" if result.reason is None else result.reason
     EventStream(job_id).emit(
-        "document",
+        Stage.DOCUMENT,
         "done" if result.status == "indexed" else result.status,
         detail,
-        data={"result": result.to_payload(), "progress": counts.to_payload()},
+        data=DocumentData(result=result, progress=counts),
     )
 
 
@@ -151,9 +153,9 @@ def publish_report(report: ScanReport) -> dict[str, Any]:
     """Keep the final report for ``GET /v1/index/{job}`` and end the job's event stream with it."""
     store_result(index_report_key(report.job_id), report)
     EventStream(report.job_id).emit(
-        "index",
+        Stage.INDEX,
         "failed" if report.scan_failed else "done",
         f"{describe(report)}; {report.chunks} chunks in {report.elapsed_s:.1f}s",
-        data=report.to_payload(),
+        data=report,
     )
     return report.to_payload()

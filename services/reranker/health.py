@@ -1,6 +1,6 @@
 """The reranker's status in Redis, so /healthz can say whether it scores or passes through.
 
-Each worker process writes ``hindsight:reranker:<hostname>`` (JSON of :class:`RerankerStatus`)
+Each worker process writes ``reranker_status_key(<hostname>)`` (JSON of :class:`RerankerStatus`)
 every ``reranker_heartbeat_s`` with a TTL of three beats: a dead worker's entry disappears on its
 own. The gateway lists the keys; it never imports this service.
 """
@@ -14,7 +14,7 @@ import threading
 import redis
 
 from shared.contracts import RerankerStatus
-from shared.events import reranker_status_key as status_key
+from shared.redis_keys import reranker_status_key as status_key
 
 
 def publish(client: redis.Redis, status: RerankerStatus, ttl_s: float) -> None:

@@ -15,5 +15,5 @@ def rerank(searched: SearchedQuestion, reranker: Reranker, report: StageReport) 
     if outcome.model is None:
         report.status = "skipped"
     report.detail = describe(outcome)
-    report.data = outcome.to_payload()
+    report.data = outcome
     return RerankedQuestion(**{**dict(searched), "candidates": kept}, rerank=outcome)

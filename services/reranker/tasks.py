@@ -42,6 +42,6 @@ def _load_and_announce(**_: Any) -> None:
     start_heartbeat(redis_client(), warm_reranker().status, get_settings().reranker_heartbeat_s)
 
 
-@question_task(RERANK_SCORE, "rerank")
+@question_task(RERANK_SCORE)
 def rerank_question(searched: SearchedQuestion, report: StageReport) -> RerankedQuestion:
     return rerank(searched, warm_reranker(), report)

@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -104,14 +104,6 @@ class SearchReport:
         hyde = f"HyDE {'ran' if self.hyde.run else 'skipped'} ({self.hyde.reason})"
         notes = "".join(f"; {note}" for note in self.notes)
         return f"{kept} candidates by {self.fusion} from {legs}; {hyde}{notes}"
-
-    def data(self) -> dict[str, Any]:
-        return {
-            "legs": self.legs,
-            "hyde": {"ran": self.hyde.run, "reason": self.hyde.reason},
-            "fusion": self.fusion,
-            "notes": self.notes,
-        }
 
 
 class Retriever:

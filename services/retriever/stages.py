@@ -17,6 +17,7 @@ from shared.contracts import PlannedQuestion, Question, SearchedQuestion
 from shared.events import StageReport
 from shared.interfaces import LLM, Embedder, VectorStore
 from shared.settings import Settings
+from shared.stage_events import HydeData, PlanData, SearchData
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +63,11 @@ def plan(
         outcome.plan.follow_up = question.question
         outcome.plan.rewritten_by = standalone.rewritten_by
     report.detail = searched_for(standalone) + outcome.describe()
-    report.data = {
-        "plan": outcome.plan.to_payload(),
-        "fallback_reason": outcome.fallback_reason or standalone.fallback_reason,
-        "searched_for": standalone.question,
-    }
+    report.data = PlanData(
+        plan=outcome.plan,
+        fallback_reason=outcome.fallback_reason or standalone.fallback_reason,
+        searched_for=standalone.question,
+    )
     return PlannedQuestion(**{**dict(question), "question": standalone.question}, plan=outcome.plan)
 
 
@@ -88,5 +89,11 @@ def search(
     )
     candidates, found = retriever.search(planned.plan, config, options.filters)
     report.detail = found.describe(len(candidates))
-    report.data = {**found.data(), "candidates": len(candidates)}
+    report.data = SearchData(
+        legs=found.legs,
+        hyde=HydeData(ran=found.hyde.run, reason=found.hyde.reason),
+        fusion=found.fusion,
+        notes=found.notes,
+        candidates=len(candidates),
+    )
     return SearchedQuestion(**dict(planned), candidates=candidates)

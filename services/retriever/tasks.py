@@ -39,12 +39,12 @@ def _load_retriever(**_: Any) -> None:
         log.exception("the retriever did not load")
 
 
-@question_task(RETRIEVE_PLAN, "plan")
+@question_task(RETRIEVE_PLAN)
 def plan_question(question: Question, report: StageReport) -> PlannedQuestion:
     return plan(question, get_llm(), StoreIdf(get_store()), get_settings(), report)
 
 
-@question_task(RETRIEVE_SEARCH, "search")
+@question_task(RETRIEVE_SEARCH)
 def search_question(planned: PlannedQuestion, report: StageReport) -> SearchedQuestion:
     return search(planned, retriever(), get_settings(), report)
 

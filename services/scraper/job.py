@@ -17,8 +17,9 @@ from shared.contracts import IndexRequest, ScrapeReport, ScrapeRequest
 from shared.events import EventStream
 from shared.index_jobs import register_root
 from shared.settings import Settings
+from shared.stage_events import Stage
 
-STAGE = "scrape"
+STAGE = Stage.SCRAPE
 
 
 def run_scrape_job(

@@ -15,7 +15,8 @@ import redis
 
 from shared.contracts import ScrapeRequest
 from shared.events import redis_client
-from shared.scrape_runs import enqueue_scrape, scrape_job_key, try_lock
+from shared.redis_keys import scrape_job_key
+from shared.scrape_runs import enqueue_scrape, try_lock
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ def sync_once(
     if running:
         log.info("scheduled sync skipped: scrape job %s is still running", running)
         return None
-    client.set(scrape_job_key(job_id), "1", ex=settings.event_ttl_s)
+    client.set(scrape_job_key(job_id), "1", ex=scrape_job_key.lifetime.ttl_s(settings))
     enqueue(ScrapeRequest(job_id=job_id))
     log.info("scheduled sync queued scrape job %s", job_id)
     return job_id

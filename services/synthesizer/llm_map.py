@@ -9,10 +9,10 @@ best raw snippet, so a weak or flaky model degrades the answer instead of breaki
 from __future__ import annotations
 
 from services.synthesizer.extractive import best_snippet
-from services.synthesizer.fact_selection import best_per_source
 from services.synthesizer.llm_schemas import FactDraft, MapReply
 from services.synthesizer.prompts import map_messages
 from services.synthesizer.quotes import locate_quote
+from services.synthesizer.selection import best_per_source
 from services.synthesizer.text_support import relevance
 from shared.contracts import Candidate, Fact, MapBatch, MapResult
 from shared.interfaces import LLM, LLMError

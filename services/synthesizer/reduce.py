@@ -1,6 +1,6 @@
 """Reduce: mapped facts → select → fit the budget → narrate → verify → cite.
 
-Without an LLM the selection is ``answer_selection``'s (the best sentence, one per unanswered part of
+Without an LLM the selection is ``selection``'s (the best sentence, one per unanswered part of
 the question, no near-duplicates); with one, facts loosely relevant to the question, the best per
 document. When no sentence survives, or the cross-encoder's best logit is under its calibrated
 answerability cut (``RerankOutcome.answerable``), the answer says so and names the closest sources
@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.synthesizer.answer_selection import select_answer_facts
 from services.synthesizer.citations import cite
-from services.synthesizer.fact_selection import best_per_source, compress, relevance_gate
 from services.synthesizer.narrator import Claim, narrate_extractively, narrate_with_llm, render
+from services.synthesizer.selection import best_per_source, compress, relevance_gate, select_answer_facts
 from services.synthesizer.verify import CheckedClaim, Verifier
 from shared.contracts import (
     Answer,
@@ -33,6 +32,7 @@ from shared.contracts import (
 )
 from shared.interfaces import LLM, LLMError
 from shared.settings import Settings
+from shared.stage_events import ReduceData
 
 PREVIEW_CHARS = 160
 NO_ANSWER = "No passage in the indexed sources answers this question."
@@ -58,17 +58,6 @@ class ReduceLimits:
             max_llm_claims=settings.verify_max_claims,
             self_correct=settings.self_correct,
         )
-
-
-@dataclass(frozen=True)
-class ReduceReport:
-    """What the reduce did besides the answer, for the stage's event."""
-
-    skipped_entries: int
-    fallback_batches: int
-    dropped_sentences: int
-    removed_claims: int
-    corrected_claims: int
 
 
 def sources_explored(candidates: list[Candidate]) -> list[SourcePreview]:
@@ -156,7 +145,7 @@ def verdict(checked: CheckedClaim, numbers: dict[int, int]) -> Verdict:
 
 def synthesize_answer(
     state: RerankedQuestion, results: list[MapResult], llm: LLM | None, limits: ReduceLimits
-) -> tuple[Answer, ReduceReport]:
+) -> tuple[Answer, ReduceData]:
     by_chunk = {c.chunk.id: c for c in state.candidates}
     refused = state.rerank.answerable is False  # the cross-encoder: no passage answers the question
     selected = [] if refused else select_facts(state, results, limits, extractive=llm is None)
@@ -181,7 +170,7 @@ def synthesize_answer(
         mode="llm" if by_llm else "extractive",
         relevance=relevance(state.rerank),
     )
-    report = ReduceReport(
+    report = ReduceData(
         skipped_entries=sum(r.skipped_entries for r in results),
         fallback_batches=sum(r.fell_back for r in results),
         dropped_sentences=dropped,

@@ -3,8 +3,6 @@ map each batch to facts (in parallel, one task per batch), reduce every batch's 
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from services.synthesizer.extractive import extract_facts
 from services.synthesizer.llm_map import llm_extract_facts
 from services.synthesizer.reduce import ReduceLimits, synthesize_answer
@@ -52,5 +50,5 @@ def reduce(
         f"{len(answer.citations)} citations, {found} quotes found in their files; "
         f"{kept}/{len(answer.verdicts)} sentences kept after checking them against their quotes"
     )
-    report.data = asdict(reduced)
+    report.data = reduced
     return answer

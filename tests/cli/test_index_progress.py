@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cli.actions.index import bar_update, format_eta
 from shared.contracts import Event, IndexFileResult, IndexProgress
+from shared.stage_events import DocumentData
 
 
 def event(stage: str, status: str, detail: str = "", data: dict | None = None) -> Event:  # type: ignore[type-arg]
@@ -35,3 +36,11 @@ def test_retries_are_shown_and_other_events_ignored() -> None:
     assert retry is not None and retry.line is not None and "retry 1" in retry.line
     assert bar_update(event("scan", "started")) is None
     assert format_eta(None) == "–" and format_eta(9.4) == "9s"
+
+
+def test_a_retried_batch_as_the_indexer_emits_it_is_a_retry_line_not_a_file_done() -> None:
+    emitted = DocumentData(paths=["/d/a.md"]).to_payload()
+    retry = bar_update(event("document", "progress", "a.md: retry 1 in 2.0s: timeout", emitted))
+    assert (
+        retry is not None and retry.completed is None and retry.line is not None and "retry 1" in retry.line
+    )

@@ -26,6 +26,7 @@ import redis
 from celery import Celery
 
 from shared.contracts import QuestionOptions, Strategy
+from shared.redis_keys import QUESTION_UNACKED_KEY
 from testing.processes import wait_for
 from tests.faults.conftest import MAPPERS, RERANKERS, answered, long_note, question_events, worker_specs
 from tests.faults.stack import FaultStack, index_report
@@ -90,7 +91,7 @@ def holder_of(
 def broker_state(client: redis.Redis) -> str:
     """What Redis holds of the chord joins and the queues, for a failure message: where a job stalled."""
     lines = [f"queue {q}: {client.llen(q)} waiting" for q in ("rerank", "map", "reduce")]
-    lines.append(f"unacked (question workers): {client.hlen('unacked:question')}")
+    lines.append(f"unacked (question workers): {client.hlen(QUESTION_UNACKED_KEY)}")
     for key in sorted(client.scan_iter("celery-taskset-meta-*")):
         kind = client.type(key).decode()
         if kind == "string":
@@ -213,7 +214,7 @@ def fan_out_acknowledged(stack: FaultStack, client: redis.Redis, question_id: st
     now cannot bring the fan-out back (it would publish the batches a second time)."""
     task_id = f"{question_id}:chain"
     replaced = f"synthesize.fan_out[{task_id}] ignored" in stack.log("reducer")
-    unacked = [json.loads(entry)[0]["headers"]["id"] for entry in client.hvals("unacked:question")]
+    unacked = [json.loads(entry)[0]["headers"]["id"] for entry in client.hvals(QUESTION_UNACKED_KEY)]
     return replaced and task_id not in unacked
 
 

@@ -24,7 +24,7 @@ import pytest
 import redis
 
 from shared.contracts import Event, QuestionOptions, Strategy
-from shared.events import events_key
+from shared.redis_keys import events_key
 from testing.processes import free_port, redis_url_for, start_redis_server, stop_redis_server, wait_for
 from tests.faults.conftest import answered, long_note, question_events, worker_specs
 from tests.faults.files import write_notes

@@ -12,9 +12,9 @@ import openai
 import pytest
 import redis
 
-from services.gateway.metrics import kind_key
 from shared.api_keys import KeyFile
 from shared.events import EventStream
+from shared.redis_keys import stream_kind_key
 from testing.processes import free_port, wait_for
 from tests.gateway.conftest import REPO, Gateway, hindsight_env, start_gateway
 
@@ -204,7 +204,7 @@ def test_event_stream_survives_a_stage_quieter_than_the_redis_socket_timeout(
     """A search that takes 7 s emits nothing meanwhile; the stream must wait, not break at 5 s."""
     _, key = new_key(gateway)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
-    client.set(kind_key("quiet-question"), "q", ex=60)  # as the gateway marks a question it accepted
+    client.set(stream_kind_key("quiet-question"), "q", ex=60)  # as the gateway marks a question it accepted
     stream = EventStream("quiet-question", client, 60)
     stream.emit("search", "started", "dense, bm25, exact")
 

@@ -18,8 +18,9 @@ import redis
 from celery import Celery
 
 from shared.contracts import Event, IndexRequest, ScanReport
-from shared.events import EVENT_FIELD, events_key, index_report_key
+from shared.events import EVENT_FIELD
 from shared.index_jobs import read_progress
+from shared.redis_keys import events_key, index_report_key
 from shared.stores.lancedb_store import LanceDBStore
 from shared.topology import task_routes
 from testing.processes import wait_for

@@ -17,8 +17,8 @@ import pytest
 import redis
 
 from shared.contracts import Plan, RerankedQuestion, SearchedQuestion
-from shared.events import RERANKER_STATUS_PREFIX as STATUS_KEY_PREFIX
-from shared.events import events_key
+from shared.redis_keys import RERANKER_STATUS_PREFIX as STATUS_KEY_PREFIX
+from shared.redis_keys import events_key
 from shared.worker import Launch
 from testing.processes import start_worker, wait_for
 from tests.reranker.conftest import candidates, passages
@@ -76,7 +76,7 @@ def test_worker_killed_mid_batch_task_is_redelivered_and_completes(
         wait_for(lambda: client.keys(f"{STATUS_KEY_PREFIX}*"), 120, "the worker's status heartbeat")
         status = json.loads(client.get(client.keys(f"{STATUS_KEY_PREFIX}*")[0]))
         assert status["mode"] == "scoring" and "stand-in" in status["model"]
-        result = client_app.send_task("rerank.score", args=[searched.to_payload()])
+        result = client_app.send_task("rerank.score", args=[searched.to_payload()], ignore_result=False)
         wait_for(lambda: rerank_events(client, "q-kill"), 60, "the rerank stage to start")
         time.sleep(0.5)
         assert [e["status"] for e in rerank_events(client, "q-kill")] == ["started"], "killed mid-batch"

@@ -16,6 +16,7 @@ from shared.contracts import Question, Turn
 from shared.events import StageReport
 from shared.interfaces import ChatMessage, LLMError
 from shared.settings import Settings
+from shared.stage_events import PlanData
 
 STARTER = Turn(
     question="What is my sourdough starter called?",
@@ -96,7 +97,7 @@ def test_plan_stage_hands_the_standalone_question_on_and_says_what_it_searched_f
     assert report.detail.startswith(
         "follow-up searched for 'How often is it fed? (sourdough starter called)'"
     )
-    assert report.data["searched_for"] == planned.question
+    assert isinstance(report.data, PlanData) and report.data.searched_for == planned.question
 
 
 def test_plan_stage_leaves_a_first_question_as_asked() -> None:

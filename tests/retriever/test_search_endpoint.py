@@ -16,7 +16,8 @@ from redis import Redis
 
 from cli.local_stack import redis_server_binary
 from shared.contracts import Question, SearchedQuestion
-from shared.events import decode_entry, events_key
+from shared.events import decode_entry
+from shared.redis_keys import events_key
 from shared.worker import Launch
 from testing.processes import free_port, start_worker, wait_for
 
@@ -128,10 +129,10 @@ def test_question_plan_and_search_tasks_report_legs_and_hyde_in_the_events(stack
     url = stack["HINDSIGHT_REDIS_URL"]
     client = Celery("test", broker=url, backend=url)
     question = Question(question_id="q-search-1", question="Why do CPU-bound threads not use several cores?")
-    planned = client.send_task("retrieve.plan", args=[question.to_payload()], queue="retrieve").get(
-        timeout=60
-    )
-    searched = client.send_task("retrieve.search", args=[planned], queue="retrieve").get(timeout=60)
+    # A chain passes each stage's result to the next and stores none; this caller reads them.
+    read = {"queue": "retrieve", "ignore_result": False}
+    planned = client.send_task("retrieve.plan", args=[question.to_payload()], **read).get(timeout=60)
+    searched = client.send_task("retrieve.search", args=[planned], **read).get(timeout=60)
     result = SearchedQuestion.model_validate(searched)
     assert result.plan.planner == "rules" and set(result.timings_ms) == {"plan", "search"}
     assert result.candidates[0].chunk.source_uri.endswith("gil.md")

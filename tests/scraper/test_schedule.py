@@ -10,7 +10,8 @@ import redis
 
 from services.scraper.schedule import run_schedule, start_scheduled_sync, sync_once
 from shared.contracts import ScrapeRequest
-from shared.scrape_runs import SCRAPE_LOCK_KEY, release_lock, scrape_job_key
+from shared.redis_keys import SCRAPE_LOCK_KEY, scrape_job_key
+from shared.scrape_runs import release_lock
 from shared.settings import Settings
 
 

@@ -16,7 +16,7 @@ from services.scraper.imports import threads_from_data_export, write_threads
 from shared.api_keys import KeyFile
 from shared.contracts import Event, LibraryCheck
 from shared.events import EventStream
-from shared.scrape_runs import SCRAPE_LOCK_KEY
+from shared.redis_keys import SCRAPE_LOCK_KEY
 from shared.settings import Settings
 from shared.worker import Launch
 from testing.perplexity_replay import ReplayServer

@@ -60,7 +60,10 @@ def test_scrape_run_exports_reports_progress_and_chains_index_scan_only_on_chang
 
     def run(job_id: str) -> ScrapeReport:
         result = client_app.send_task(
-            "scrape.run", args=[ScrapeRequest(job_id=job_id).to_payload()], queue="scrape"
+            "scrape.run",
+            args=[ScrapeRequest(job_id=job_id).to_payload()],
+            queue="scrape",
+            ignore_result=False,
         )
         return ScrapeReport.model_validate(result.get(timeout=90))
 

@@ -31,6 +31,15 @@ def test_tasks_route_to_their_queue_by_name(task: str, queue: str) -> None:
     assert route["queue"].name == queue
 
 
+def test_only_results_someone_reads_are_stored() -> None:
+    annotations = app.conf.task_annotations
+    stored = {name for name in TASK_QUEUES if not annotations[name]["ignore_result"]}
+    assert stored == {"synthesize.map", "index.batch", "retrieve.query", "scrape.library_check"}
+    importlib.import_module("services.synthesizer.tasks")  # its tasks take their annotations
+    ignored = {name: app.tasks[name].ignore_result for name in TASK_QUEUES if name.startswith("synthesize.")}
+    assert ignored == {"synthesize.fan_out": True, "synthesize.map": False, "synthesize.reduce": True}
+
+
 def test_only_json_crosses_the_broker_and_tasks_ack_late() -> None:
     assert app.conf.task_serializer == "json"
     assert app.conf.accept_content == ["json"]

@@ -8,9 +8,11 @@ import pytest
 import redis
 from celery.exceptions import Ignore
 
-from shared.contracts import PlannedQuestion, Question
-from shared.events import TERMINAL_STAGE, EventStream, StageReport, cancelled_key
+from shared.contracts import PlannedQuestion, Question, RerankOutcome
+from shared.events import TERMINAL_STAGE, EventStream, StageReport
+from shared.redis_keys import cancelled_key, events_key
 from shared.settings import get_settings
+from shared.stage_events import Stage, stage_data
 from shared.tasking import question_task
 
 
@@ -22,25 +24,28 @@ def client() -> redis.Redis:
 
 def test_stage_emits_started_then_done_with_what_the_body_reported(client: redis.Redis) -> None:
     stream = EventStream(uuid.uuid4().hex, client, ttl_s=60)
-    with stream.stage("search") as report:
-        report.detail = "12 candidates"
-        report.data = {"candidates": 12}
+    reported = RerankOutcome(
+        received=12, kept=4, threshold=0.0, fallback_k=4, used_fallback=False, model=None
+    )
+    with stream.stage(Stage.RERANK) as report:
+        report.detail = "4 of 12 kept"
+        report.data = reported
     events = [event for _, event in stream.read()]
-    assert [(e.stage, e.status) for e in events] == [("search", "started"), ("search", "done")]
-    assert events[1].detail == "12 candidates" and events[1].data == {"candidates": 12}
-    assert 0 < client.ttl(f"hindsight:events:{stream.stream_id}") <= 60
+    assert [(e.stage, e.status) for e in events] == [("rerank", "started"), ("rerank", "done")]
+    assert events[1].detail == "4 of 12 kept" and stage_data(Stage.RERANK, events[1].data) == reported
+    assert 0 < client.ttl(events_key(stream.stream_id)) <= 60
 
 
 def test_stage_emits_failed_with_the_error_and_reraises(client: redis.Redis) -> None:
     stream = EventStream(uuid.uuid4().hex, client, ttl_s=60)
-    with pytest.raises(ValueError), stream.stage("rerank"):
+    with pytest.raises(ValueError), stream.stage(Stage.RERANK):
         raise ValueError("model exploded")
     events = [event for _, event in stream.read()]
     assert events[-1].status == "failed" and "model exploded" in events[-1].detail
 
 
 def test_a_failing_question_stage_ends_the_stream_so_no_reader_waits_forever(client: redis.Redis) -> None:
-    @question_task("test.broken_stage", "plan")
+    @question_task("test.broken_stage", Stage.PLAN)
     def broken(question: Question, report: StageReport) -> PlannedQuestion:
         raise RuntimeError("store unreachable")
 
@@ -55,7 +60,7 @@ def test_a_failing_question_stage_ends_the_stream_so_no_reader_waits_forever(cli
 def test_a_cancelled_questions_stage_does_not_run_and_stops_its_chain(client: redis.Redis) -> None:
     ran: list[str] = []
 
-    @question_task("test.cancelled_stage", "plan")
+    @question_task("test.cancelled_stage", Stage.PLAN)
     def plan(question: Question, report: StageReport) -> PlannedQuestion:
         ran.append(question.question_id)
         raise AssertionError("a cancelled question's stage must not run")

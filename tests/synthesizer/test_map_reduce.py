@@ -7,12 +7,12 @@ from dataclasses import replace
 from typing import Any
 
 from services.synthesizer.extractive import extract_facts
-from services.synthesizer.fact_selection import compress, relevance_gate
 from services.synthesizer.llm_map import llm_extract_facts
 from services.synthesizer.narrator import clean_sentence
 from services.synthesizer.prompts import map_messages
 from services.synthesizer.quotes import locate_quote
 from services.synthesizer.reduce import NO_ANSWER, ReduceLimits, synthesize_answer
+from services.synthesizer.selection import compress, relevance_gate
 from services.synthesizer.stages import split_into_batches
 from shared.contracts import Candidate, Chunk, Fact, MapBatch, MapResult, SourceKind
 from shared.interfaces import ChatMessage

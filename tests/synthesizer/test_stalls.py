@@ -8,17 +8,15 @@ import pytest
 import redis
 
 from services.synthesizer.stalls import (
-    STAGES_KEY,
-    SWEEP_LOCK_KEY,
     MapStage,
     Resume,
     claim_stalled,
     forget_stage,
     plan_resume,
     record_stage,
-    stage_key,
     touch_stage,
 )
+from shared.redis_keys import MAP_STAGES_KEY, MAP_SWEEP_LOCK_KEY, map_stage_key
 from testing.sample_candidates import reranked_question
 
 
@@ -39,7 +37,7 @@ def stage(question_id: str) -> MapStage:
 
 
 def age(client: redis.Redis, question_id: str, seconds: float) -> None:
-    client.zadd(STAGES_KEY, {question_id: time.time() - seconds}, xx=True)
+    client.zadd(MAP_STAGES_KEY, {question_id: time.time() - seconds}, xx=True)
 
 
 def test_batches_without_an_outcome_are_resent_and_finished_ones_are_not() -> None:
@@ -74,7 +72,7 @@ def test_a_claimed_stage_is_not_claimed_again_until_it_stalls_again(client: redi
     record_stage(client, stage("q"), ttl_s=60)
     age(client, "q", 120)
     assert len(claim_stalled(client, stall_s=60, lock_s=1)) == 1
-    client.delete(SWEEP_LOCK_KEY)
+    client.delete(MAP_SWEEP_LOCK_KEY)
 
     assert claim_stalled(client, stall_s=60, lock_s=1) == []
 
@@ -82,7 +80,7 @@ def test_a_claimed_stage_is_not_claimed_again_until_it_stalls_again(client: redi
 def test_a_second_worker_sweeping_at_the_same_time_claims_nothing(client: redis.Redis) -> None:
     record_stage(client, stage("q"), ttl_s=60)
     age(client, "q", 120)
-    client.set(SWEEP_LOCK_KEY, "1", ex=10)
+    client.set(MAP_SWEEP_LOCK_KEY, "1", ex=10)
 
     assert claim_stalled(client, stall_s=60, lock_s=1) == []
 
@@ -90,10 +88,10 @@ def test_a_second_worker_sweeping_at_the_same_time_claims_nothing(client: redis.
 def test_a_stage_whose_record_expired_is_dropped(client: redis.Redis) -> None:
     record_stage(client, stage("q"), ttl_s=60)
     age(client, "q", 120)
-    client.delete(stage_key("q"))
+    client.delete(map_stage_key("q"))
 
     assert claim_stalled(client, stall_s=60, lock_s=1) == []
-    assert client.zscore(STAGES_KEY, "q") is None
+    assert client.zscore(MAP_STAGES_KEY, "q") is None
 
 
 def test_touching_a_forgotten_stage_does_not_bring_it_back(client: redis.Redis) -> None:
@@ -101,4 +99,4 @@ def test_touching_a_forgotten_stage_does_not_bring_it_back(client: redis.Redis) 
     forget_stage(client, "q")
     touch_stage(client, "q")
 
-    assert client.zscore(STAGES_KEY, "q") is None and client.get(stage_key("q")) is None
+    assert client.zscore(MAP_STAGES_KEY, "q") is None and client.get(map_stage_key("q")) is None

@@ -34,7 +34,6 @@ from services.gateway.chat_schemas import (
 )
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.history import CITATION_MARK
-from services.gateway.metrics import kind_key
 from services.gateway.schemas import EVENT_STREAM_RESPONSES, error_responses
 from services.gateway.streaming import STREAM_START, SentEvents, event_stream, stream_events
 from shared.citations import answer_with_sources
@@ -48,7 +47,9 @@ from shared.contracts import (
     Turn,
 )
 from shared.events import TERMINAL_STAGE
+from shared.redis_keys import stream_kind_key
 from shared.settings import Settings
+from shared.stage_events import carried_answer
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 SOURCES_HEADING = "\n\nSources:\n"
@@ -79,7 +80,7 @@ async def chat_completions(
             STREAM_START,
             idle_limit(settings),
             annotate=lambda events: completion_chunks(events, asked),
-            record_key=kind_key(asked.question_id),
+            record_key=stream_kind_key(asked.question_id),
         )
     events = stream_events(
         request, client, asked.question_id, TERMINAL_STAGE, STREAM_START, idle_limit(settings)
@@ -117,7 +118,7 @@ async def final_answer(events: AsyncIterator[dict[str, str]]) -> Answer:
             continue
         event = Event.model_validate_json(sent["data"])
         if event.status == "done":
-            return Answer.model_validate(event.data["answer"])
+            return carried_answer(event)
         raise HTTPException(status.HTTP_502_BAD_GATEWAY, f"the question failed: {event.detail}")
     raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the client left before the answer was written")
 
@@ -160,7 +161,7 @@ async def completion_chunks(events: SentEvents, asked: Question) -> SentEvents:
         if event.status != "done":
             yield {"data": json.dumps(openai_error(None, f"the question failed: {event.detail}"))}
             break
-        answer = Answer.model_validate(event.data["answer"])
+        answer = carried_answer(event)
         for line in re.split(r"(?<=\n)", answer_with_sources(answer)):
             if line:
                 yield chunk_event(

@@ -18,7 +18,7 @@ from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.schemas import Health
 from services.gateway.worker_census import census, live_workers_per_queue
 from shared.contracts import RerankerStatus
-from shared.events import RERANKER_STATUS_PREFIX
+from shared.redis_keys import RERANKER_STATUS_PREFIX
 from shared.topology import REQUIRED_QUEUES
 
 router = APIRouter(prefix="/v1", tags=["health"])

@@ -11,7 +11,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.limits import enforce_backpressure
-from services.gateway.metrics import kind_key, require_known_stream, track
+from services.gateway.metrics import require_known_stream, track
 from services.gateway.paths import confined_folder
 from services.gateway.routes.library import record_index_job
 from services.gateway.schemas import (
@@ -24,8 +24,9 @@ from services.gateway.schemas import (
 )
 from services.gateway.streaming import STREAM_START, LastEventId, event_stream, last_written
 from shared.contracts import IndexRequest, ScanReport
-from shared.events import index_report_key
 from shared.index_jobs import read_progress
+from shared.redis_keys import index_report_key, stream_kind_key
+from shared.stage_events import Stage
 from shared.tasking import enqueue_index
 from shared.topology import INDEX_QUEUES
 
@@ -75,4 +76,6 @@ async def index_events(
 ) -> EventSourceResponse:
     await require_known_stream(client, "i", job_id)
     idle_limit_s = settings.stream_idle_s or settings.job_time_limit_s
-    return event_stream(request, client, job_id, "index", after, idle_limit_s, record_key=kind_key(job_id))
+    return event_stream(
+        request, client, job_id, Stage.INDEX, after, idle_limit_s, record_key=stream_kind_key(job_id)
+    )

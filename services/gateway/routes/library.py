@@ -24,32 +24,29 @@ from services.gateway.schemas import IndexJobStarted, LibraryFolder, error_respo
 from services.gateway.worker_census import census
 from services.gateway.workflow import run_library_check
 from shared.contracts import LibraryCheck, ScanReport
-from shared.events import index_report_key
-from shared.index_jobs import WATCHED_ROOTS_KEY
+from shared.redis_keys import LIBRARY_JOBS_KEY, LIBRARY_REPORTS_KEY, WATCHED_ROOTS_KEY, index_report_key
 from shared.topology import Queue
 
 router = APIRouter(prefix="/v1", tags=["indexing"])
-JOBS_KEY = "hindsight:library:jobs"  # hash: folder -> its latest index job (id, when it started)
-REPORTS_KEY = "hindsight:library:reports"  # hash: folder -> its latest finished job's ScanReport
 LIBRARY_CHECK_TIMEOUT_S = 20.0
 
 
 async def record_index_job(client: RedisDep, root: str, job_id: str) -> None:
     """Remember ``job_id`` as the latest index job of the folder ``root``, started now."""
     await client.hset(
-        JOBS_KEY, root, IndexJobStarted(job_id=job_id, started_at=time.time()).model_dump_json()
+        LIBRARY_JOBS_KEY, root, IndexJobStarted(job_id=job_id, started_at=time.time()).model_dump_json()
     )
 
 
 async def folder_entry(client: RedisDep, root: str, watched: bool) -> LibraryFolder:
-    raw_job = cast(str | None, await client.hget(JOBS_KEY, root))
+    raw_job = cast(str | None, await client.hget(LIBRARY_JOBS_KEY, root))
     job = IndexJobStarted.model_validate_json(raw_job) if raw_job else None
     job_id = job.job_id if job else None
     raw = await client.get(index_report_key(job_id)) if job_id else None
     if raw:
-        await client.hset(REPORTS_KEY, root, raw)
+        await client.hset(LIBRARY_REPORTS_KEY, root, raw)
     else:
-        raw = await client.hget(REPORTS_KEY, root)
+        raw = await client.hget(LIBRARY_REPORTS_KEY, root)
     report = ScanReport.model_validate_json(raw) if raw else None
     running = job_id is not None and (report is None or report.job_id != job_id)
     synced_at = job.started_at if job else None
@@ -75,7 +72,7 @@ async def library(client: RedisDep, settings: SettingsDep) -> list[LibraryFolder
     """Every known folder, by path: watched or not, its last sync's report, whether a sync runs; the
     Perplexity export folder with its threads per space."""
     watched = set(cast(list[str], await client.hkeys(WATCHED_ROOTS_KEY)))
-    indexed = set(cast(list[str], await client.hkeys(JOBS_KEY)))
+    indexed = set(cast(list[str], await client.hkeys(LIBRARY_JOBS_KEY)))
     folders = [await folder_entry(client, root, root in watched) for root in sorted(watched | indexed)]
     for folder in folders:
         folder.spaces = await asyncio.to_thread(export_spaces, folder.root, settings.export_root)
@@ -86,7 +83,7 @@ async def library(client: RedisDep, settings: SettingsDep) -> list[LibraryFolder
 async def forget_folder(root: Annotated[str, Query(min_length=1)], client: RedisDep) -> None:
     """Forget a folder: it leaves the list and is no longer watched (its indexed documents stay)."""
     pipe = client.pipeline()
-    for key in (JOBS_KEY, REPORTS_KEY, WATCHED_ROOTS_KEY):
+    for key in (LIBRARY_JOBS_KEY, LIBRARY_REPORTS_KEY, WATCHED_ROOTS_KEY):
         pipe.hdel(key, root)
     await pipe.execute()
 

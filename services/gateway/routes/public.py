@@ -1,6 +1,6 @@
-"""``/`` with the page's ``/static`` files, ``/healthz`` and ``/metrics``: open to anyone who reaches the
-gateway; they carry no user data, and none of them costs more than a read: the detailed health (a
-broadcast to the workers) is ``GET /v1/health``, behind a key."""
+"""``/`` with the page's ``/static`` files, ``/events/schema``, ``/healthz`` and ``/metrics``: open to
+anyone who reaches the gateway; they carry no user data, and none of them costs more than a read: the
+detailed health (a broadcast to the workers) is ``GET /v1/health``, behind a key."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from fastapi.responses import FileResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from services.gateway.schemas import Liveness
+from shared.stage_events import EventSchema, event_schema
 
 STATIC_DIR = Path(__file__).parents[1] / "static"
 router = APIRouter()
+EVENT_SCHEMA = event_schema()
 
 
 @router.get("/", include_in_schema=False)
@@ -41,6 +43,14 @@ async def page_asset(name: str) -> FileResponse:
     return FileResponse(
         STATIC_DIR / name, media_type=PAGE_ASSETS[name], headers={"Cache-Control": "no-cache"}
     )
+
+
+@router.get("/events/schema", response_model=EventSchema)
+async def events_schema() -> EventSchema:
+    """The stages events name (by their names in ``shared.stage_events.Stage``), each with the label a
+    reader shows while it runs and the JSON schema of the data its events carry; the page takes its
+    stage names and labels from here."""
+    return EVENT_SCHEMA
 
 
 @router.get("/metrics", include_in_schema=False)

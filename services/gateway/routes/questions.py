@@ -22,13 +22,12 @@ from services.gateway.evidence import cited_pdf_bytes, evidence_for
 from services.gateway.history import (
     HISTORY_KEPT,
     forget,
-    history_key,
     kept_questions,
     question_state,
     stored_answer,
     summary_fields,
 )
-from services.gateway.metrics import kind_key, require_known_stream
+from services.gateway.metrics import require_known_stream
 from services.gateway.schemas import (
     EVENT_STREAM_RESPONSES,
     Evidence,
@@ -41,14 +40,9 @@ from services.gateway.schemas import (
 from services.gateway.streaming import STREAM_START, LastEventId, event_stream
 from services.gateway.worker_census import census, no_worker_reason
 from shared.contracts import Citation, Event
-from shared.events import (
-    TERMINAL_STAGE,
-    WAITING_STAGE,
-    cancelled_key,
-    fail_question,
-    redis_client,
-)
+from shared.events import TERMINAL_STAGE, WAITING_STAGE, fail_question, redis_client
 from shared.index_jobs import allowed_roots
+from shared.redis_keys import cancelled_key, history_key, stream_kind_key
 from shared.topology import QUESTION_QUEUES
 
 log = logging.getLogger(__name__)
@@ -150,7 +144,7 @@ async def question_events(
         after,
         idle_limit_s,
         annotate=lambda events: saying_when_waiting(question_id, events),
-        record_key=kind_key(question_id),
+        record_key=stream_kind_key(question_id),
     )
 
 

@@ -23,12 +23,12 @@ from services.gateway.streaming import STREAM_START, LastEventId, SentEvents, ev
 from services.gateway.worker_census import census
 from shared.contracts import Event, ScrapeRequest
 from shared.events import redis_client
-from shared.scrape_runs import SCRAPE_LOCK_KEY, enqueue_scrape, lock_ttl_s, release_lock, scrape_job_key
+from shared.redis_keys import SCRAPE_LOCK_KEY, SCRAPE_LOCK_LIFETIME, scrape_job_key
+from shared.scrape_runs import enqueue_scrape, release_lock
+from shared.stage_events import Stage
 from shared.topology import Queue
 
 router = APIRouter(prefix="/v1/scrape", tags=["scrape"])
-SCRAPE_STAGE = "scrape"
-INDEX_STAGE = "index"
 
 
 class ScrapeStart(BaseModel):
@@ -49,7 +49,7 @@ class ScrapeAccepted(BaseModel):
 )
 async def scrape(client: RedisDep, settings: SettingsDep, body: ScrapeStart | None = None) -> ScrapeAccepted:
     job_id = uuid.uuid4().hex
-    if not await client.set(SCRAPE_LOCK_KEY, job_id, nx=True, ex=lock_ttl_s(settings)):
+    if not await client.set(SCRAPE_LOCK_KEY, job_id, nx=True, ex=SCRAPE_LOCK_LIFETIME.ttl_s(settings)):
         running = str(await client.get(SCRAPE_LOCK_KEY))
         raise HTTPException(
             status.HTTP_409_CONFLICT,
@@ -61,7 +61,7 @@ async def scrape(client: RedisDep, settings: SettingsDep, body: ScrapeStart | No
             status.HTTP_503_SERVICE_UNAVAILABLE,
             "no scrape worker is running: `hindsight up` starts one (in Docker, the `scraper` service)",
         )
-    await client.set(scrape_job_key(job_id), "1", ex=settings.event_ttl_s)
+    await client.set(scrape_job_key(job_id), "1", ex=scrape_job_key.lifetime.ttl_s(settings))
     request = ScrapeRequest(job_id=job_id, refetch_all=body.refetch_all if body else False)
     await asyncio.to_thread(enqueue_scrape, request)
     return ScrapeAccepted(job_id=job_id, events_url=f"/v1/scrape/{job_id}/events")
@@ -69,9 +69,9 @@ async def scrape(client: RedisDep, settings: SettingsDep, body: ScrapeStart | No
 
 def ends_scrape_job(event: Event) -> bool:
     """The last event of a scrape job's stream (an index job it queued ends with its own)."""
-    if event.stage == INDEX_STAGE:
+    if event.stage == Stage.INDEX:
         return event.status in ("done", "failed")
-    return event.stage == SCRAPE_STAGE and (
+    return event.stage == Stage.SCRAPE and (
         event.status == "failed" or (event.status == "done" and not event.data.get("index_queued"))
     )
 
@@ -92,5 +92,11 @@ async def scrape_events(
     if not await client.exists(scrape_job_key(job_id)):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no scrape job {job_id}")
     return event_stream(
-        request, client, job_id, INDEX_STAGE, after, lock_ttl_s(settings), annotate=until_scrape_job_ends
+        request,
+        client,
+        job_id,
+        Stage.INDEX,
+        after,
+        SCRAPE_LOCK_LIFETIME.ttl_s(settings),
+        annotate=until_scrape_job_ends,
     )

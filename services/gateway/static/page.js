@@ -2,10 +2,10 @@
 // Hindsight's web page: ask (answer first), search, history with permalinks, the library of folders.
 // Everything goes through the gateway's /v1 API with the key from the field (kept in localStorage).
 const $ = (id) => document.getElementById(id);
-const STAGE_WORDS = {
-  plan: "Understanding the question", search: "Searching your notes", rerank: "Ranking the passages",
-  map: "Reading the passages", reduce: "Writing the answer", waiting: "Waiting for a worker",
-};
+// The event vocabulary the gateway publishes (GET /events/schema), loaded before anything streams:
+// STAGE.PLAN is the plan stage's name in events, STAGE_LABELS[name] what the page shows while it runs.
+const STAGE = {};
+const STAGE_LABELS = {};
 let asking = null; // { id, controller, candidates, started } while a question streams
 let conversation = null; // { id, turns: [{ question, answer }] }: the turns above the current one
 let current = null; // { question, answer }: the turn on show
@@ -245,14 +245,14 @@ for (const button of document.querySelectorAll(".tabs button")) button.addEventL
 
 function stageExtra(event) {
   const d = event.data || {};
-  if (event.stage === "plan" && d.plan) {
+  if (event.stage === STAGE.PLAN && d.plan) {
     const keywords = d.plan.hard_keywords.length ? `; keywords: ${d.plan.hard_keywords.join(", ")}` : "";
     return `${d.plan.strategy}, ${d.plan.planner} planner; variations: ${d.plan.variations.join(" | ")}${keywords}`;
   }
-  if (event.stage === "search" && d.legs) {
+  if (event.stage === STAGE.SEARCH && d.legs) {
     return "legs: " + Object.entries(d.legs).map(([leg, n]) => `${leg} ${n}`).join(", ") + ` → ${d.candidates} fused`;
   }
-  if (event.stage === "rerank" && d.received !== undefined) {
+  if (event.stage === STAGE.RERANK && d.received !== undefined) {
     return `rerank ${d.received} → ${d.kept}${d.used_fallback ? " (fallback top " + d.fallback_k + ")" : ""}${d.model ? "" : " (no cross-encoder: fused order kept)"}`;
   }
   return "";
@@ -266,10 +266,10 @@ function renderEvent(event) {
   const extra = stageExtra(event);
   if (extra) item.append(element("div", { class: "extra" }, extra));
   $("stages").append(item);
-  if (event.stage === "search" && event.data && event.data.candidates !== undefined && asking) asking.candidates = event.data.candidates;
+  if (event.stage === STAGE.SEARCH && event.data && event.data.candidates !== undefined && asking) asking.candidates = event.data.candidates;
   const line = $("stage-line");
-  line.classList.toggle("warning", event.stage === "waiting");
-  line.textContent = event.stage === "waiting" ? event.detail : `${STAGE_WORDS[event.stage] || event.stage}…`;
+  line.classList.toggle("warning", event.stage === STAGE.WAITING);
+  line.textContent = event.stage === STAGE.WAITING ? event.detail : `${STAGE_LABELS[event.stage] || event.stage}…`;
 }
 
 function counted(count, noun) {
@@ -438,8 +438,8 @@ async function streamQuestion(id) {
   $("ask").disabled = true;
   try {
     await follow(`/v1/questions/${id}/events`, (event) => {
-      if (event.stage === "answer" && event.status === "done") renderAnswer(event.data.answer, asking.candidates);
-      else if (event.stage === "answer") throw new Error(event.detail);
+      if (event.stage === STAGE.ANSWER && event.status === "done") renderAnswer(event.data.answer, asking.candidates);
+      else if (event.stage === STAGE.ANSWER) throw new Error(event.detail);
       else renderEvent(event);
     }, asking.controller.signal);
   } catch (error) {
@@ -836,18 +836,18 @@ async function indexFolder(root, watch) {
     if (watch) await postJson("/v1/watch", { root });
     const accepted = await (await postJson("/v1/index", { root })).json();
     await follow(accepted.events_url, (event) => {
-      if (event.stage === "scan" && event.status === "done") {
+      if (event.stage === STAGE.SCAN && event.status === "done") {
         progress.max = Math.max(1, event.data.new + event.data.changed);
         status.textContent = event.detail;
-      } else if (event.stage === "document" && event.data.progress) {
+      } else if (event.stage === STAGE.DOCUMENT && event.data.progress) {
         const job = event.data.progress;
         progress.max = Math.max(1, job.total);
         progress.value = job.done;
         status.textContent = `${job.done}/${job.total} documents — ${event.detail}`;
-      } else if (event.stage === "index" && event.status === "failed") {
+      } else if (event.stage === STAGE.INDEX && event.status === "failed") {
         const reasons = ((event.data && event.data.failures) || []).map((f) => f.reason).join("; ");
         throw new Error(`indexing failed: ${reasons || event.detail}`);
-      } else if (event.stage === "index") {
+      } else if (event.stage === STAGE.INDEX) {
         progress.value = progress.max;
         const report = event.data;
         const failures = [...(report.failures || []), ...(report.skipped_files || [])].map((f) => `; ${f.path}: ${f.reason}`).join("");
@@ -942,7 +942,21 @@ $("api-key").addEventListener("change", async () => {
   if (await checkKey()) openFromAddress();
 });
 
+async function loadEventSchema() {
+  const schema = await (await api("/events/schema")).json();
+  for (const [key, stage] of Object.entries(schema.stages)) {
+    STAGE[key] = stage.name;
+    STAGE_LABELS[stage.name] = stage.label.charAt(0).toUpperCase() + stage.label.slice(1);
+  }
+}
+
 (async function start() {
   restoreKey();
+  try {
+    await loadEventSchema();
+  } catch (error) {
+    showError("ask-error", error);
+    return;
+  }
   if (await checkKey()) openFromAddress();
 })();
