@@ -468,6 +468,8 @@ class ScanReport(Contract):
     # The paths whose documents this scan deleted from the index.
     deleted_files: list[str] = Field(default_factory=list)
     elapsed_s: float = 0.0
+    # Cancelled (``DELETE /v1/index/{job}``): files indexed before stay indexed, the rest were not tried.
+    cancelled: bool = False
 
     @property
     def scan_failed(self) -> bool:
@@ -481,15 +483,19 @@ class ScanReport(Contract):
 
 
 class IndexProgress(Contract):
-    """Where a running index job stands: files done of the total, the rate and the time left."""
+    """Where a running index job stands: files and bytes done of the total, the rate and the time left
+    (``shared.index_jobs.progress_from`` says how they are measured)."""
 
     job_id: str
     total: int = 0
     done: int = 0
+    total_bytes: int = 0
+    done_bytes: int = 0
     failed: int = 0
     chunks: int = 0
     current: str | None = None
     rate_files_per_s: float = 0.0
+    rate_bytes_per_s: float = 0.0
     eta_s: float | None = None
     elapsed_s: float = 0.0
 

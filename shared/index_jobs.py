@@ -9,7 +9,8 @@ With no root at all nothing is allowed; ``/`` is never a root, and nothing under
 or ``/dev`` is ever allowed.
 
 The indexer writes a job's progress to a Redis hash as each file finishes; the gateway reads it for
-``GET /v1/index/{job}`` without importing indexer code. Watched roots live in Redis too, so that the
+``GET /v1/index/{job}`` without importing indexer code. A job the gateway cancelled has a key the
+indexer checks before each batch (:func:`cancel_requested`). Watched roots live in Redis too, so that the
 gateway can register a folder and the indexer's watcher picks it up.
 """
 
@@ -20,6 +21,7 @@ import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import cast
 
 import redis
 from pydantic import BaseModel
@@ -28,6 +30,7 @@ from shared.contracts import IndexFileResult, IndexProgress, WatchedRoot
 from shared.events import redis_client
 from shared.redis_keys import (
     WATCHED_ROOTS_KEY,
+    index_cancelled_key,
     index_progress_key,
     index_recorded_key,
 )
@@ -170,11 +173,10 @@ def confine_to_roots(path: Path, roots: list[Path], refused: Mapping[Path, str] 
 RECORD_ONCE = """
 local first = redis.call('SADD', KEYS[2], ARGV[1])
 if first == 1 then
-  if redis.call('HINCRBY', KEYS[1], 'done', 1) == 1 then
-    redis.call('HSET', KEYS[1], 't1', ARGV[5])
-  end
+  redis.call('HINCRBY', KEYS[1], 'done', 1)
   redis.call('HINCRBY', KEYS[1], 'failed', ARGV[2])
   redis.call('HINCRBY', KEYS[1], 'chunks', ARGV[3])
+  redis.call('HINCRBY', KEYS[1], 'done_bytes', ARGV[5])
   redis.call('EXPIRE', KEYS[2], ARGV[4])
 end
 redis.call('HSET', KEYS[1], 'current', ARGV[1])
@@ -192,20 +194,30 @@ class ProgressTracker:
         self._key = index_progress_key(job_id)
         self._recorded = index_recorded_key(job_id)
 
-    def start(self, total: int) -> IndexProgress:
+    def start(self, total: int, total_bytes: int) -> IndexProgress:
+        """Reset the counters for ``total`` files of ``total_bytes`` bytes on disk."""
         pipe = self._client.pipeline()
-        pipe.hset(self._key, mapping={"total": total, "done": 0, "failed": 0, "chunks": 0, "t0": time.time()})
+        pipe.hset(
+            self._key,
+            mapping={"total": total, "total_bytes": total_bytes, "done": 0, "done_bytes": 0, "failed": 0},
+        )
+        pipe.hset(self._key, mapping={"chunks": 0, "t0": time.time()})
         pipe.hdel(self._key, "t1")
         pipe.expire(self._key, index_progress_key.lifetime.ttl_s(get_settings()))
         pipe.delete(self._recorded)
         pipe.execute()
-        return self.read() or IndexProgress(job_id=self.job_id, total=total)
+        return self.read() or IndexProgress(job_id=self.job_id, total=total, total_bytes=total_bytes)
 
-    def record(self, result: IndexFileResult) -> IndexProgress:
-        """Count the file's result, unless this job already counted the file."""
+    def working(self) -> None:
+        """Mark when the job's first batch began indexing, its worker's model loaded: the rates count
+        from then (only the first call of a job counts)."""
+        self._client.hsetnx(self._key, "t1", time.time())
+
+    def record(self, result: IndexFileResult, size_bytes: int) -> IndexProgress:
+        """Count the file's result (and its ``size_bytes`` on disk), unless this job already counted it."""
         failed, ttl = int(result.status == "failed"), index_recorded_key.lifetime.ttl_s(get_settings())
         self._client.eval(
-            RECORD_ONCE, 2, self._key, self._recorded, result.path, failed, result.chunks, ttl, time.time()
+            RECORD_ONCE, 2, self._key, self._recorded, result.path, failed, result.chunks, ttl, size_bytes
         )
         return self.read() or IndexProgress(job_id=self.job_id)
 
@@ -214,28 +226,48 @@ class ProgressTracker:
 
 
 def read_progress(job_id: str, client: redis.Redis | None = None) -> IndexProgress | None:
-    """The job's progress with its rate and the time left at that rate. The rate counts from the first
-    file done, not from the scan: the first file also waits for a worker to load its model (a 10 s
-    start once made the ETA of a 106 s scan read 26 minutes), so with one file done there is no ETA."""
-    raw = (client or redis_client()).hgetall(index_progress_key(job_id))
-    if not raw:
-        return None
-    total, done = int(raw.get("total", 0)), int(raw.get("done", 0))
-    now = time.time()
-    elapsed = max(now - float(raw.get("t0", now)), 1e-6)
-    since_first = now - float(raw.get("t1", now))
-    rate = (done - 1) / since_first if done > 1 and since_first > 0 else 0.0
+    """The job's progress now (:func:`progress_from`), or ``None`` for a job with no counters."""
+    raw = (client or redis_client()).hgetall(index_progress_key(job_id))  # decoded: str to str
+    return progress_from(job_id, cast("dict[str, str]", raw), time.time()) if raw else None
+
+
+def progress_from(job_id: str, counters: Mapping[str, str], now: float) -> IndexProgress:
+    """The job's progress at ``now`` from its counters, with its rates and the time left.
+
+    Rates count bytes on disk, not files: a batch of small files finishes at once, and its files
+    done in one instant made the rate read thousands of files a second. Both rates are measured
+    over the job since ``t1``, when its first batch began (its worker's model already loaded, so a
+    10 s model load does not make the first ETAs read many times too long), and a file counts only
+    once its batch is written, so the time its batch took is inside the measure. The ETA is the bytes
+    left at the byte rate; before any file is done (no rate yet) there is none.
+    """
+    total, done = int(counters.get("total", 0)), int(counters.get("done", 0))
+    total_bytes, done_bytes = int(counters.get("total_bytes", 0)), int(counters.get("done_bytes", 0))
+    started = float(counters.get("t0", now))
+    working_s = now - float(counters.get("t1", now))
+    measured = done > 0 and working_s > 0
+    bytes_rate = done_bytes / working_s if measured else 0.0
+    files_rate = done / working_s if measured else 0.0
+    eta = (total_bytes - done_bytes) / bytes_rate if bytes_rate > 0 else None
     return IndexProgress(
         job_id=job_id,
         total=total,
         done=done,
-        failed=int(raw.get("failed", 0)),
-        chunks=int(raw.get("chunks", 0)),
-        current=raw.get("current"),
-        rate_files_per_s=round(rate, 3),
-        eta_s=round((total - done) / rate, 1) if rate > 0 else None,
-        elapsed_s=round(elapsed, 3),
+        total_bytes=total_bytes,
+        done_bytes=done_bytes,
+        failed=int(counters.get("failed", 0)),
+        chunks=int(counters.get("chunks", 0)),
+        current=counters.get("current"),
+        rate_files_per_s=round(files_rate, 3),
+        rate_bytes_per_s=round(bytes_rate, 1),
+        eta_s=round(max(eta, 0.0), 1) if eta is not None else None,
+        elapsed_s=round(max(now - started, 1e-6), 3),
     )
+
+
+def cancel_requested(job_id: str, client: redis.Redis | None = None) -> bool:
+    """Whether ``DELETE /v1/index/{job_id}`` cancelled the job."""
+    return bool((client or redis_client()).exists(index_cancelled_key(job_id)))
 
 
 class WatchRegistry:
