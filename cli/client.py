@@ -13,6 +13,7 @@ from cli.local_key import client_key
 from shared.contracts import (
     Answer,
     Event,
+    IndexProgress,
     QuestionOptions,
     ScanReport,
     SearchRequest,
@@ -105,6 +106,11 @@ class GatewayClient:
 
     def index_events(self, job_id: str) -> Iterator[Event]:
         return self.follow(f"/v1/index/{job_id}/events")
+
+    def cancel_index(self, job_id: str) -> IndexProgress | None:
+        """Cancel an index job (``DELETE /v1/index/{job}``); its progress then, if it still runs."""
+        body = self._checked(self._http.delete(f"/v1/index/{job_id}")).json()
+        return IndexProgress.model_validate(body["progress"]) if body.get("progress") else None
 
     def index_report(self, job_id: str) -> ScanReport | None:
         body = self._checked(self._http.get(f"/v1/index/{job_id}")).json()

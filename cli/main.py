@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from cli.actions import keys, models, search, stack
 from cli.actions.ask import ask_question, latest_conversation, save_answer
-from cli.actions.index import index_and_watch, index_when_running, run_index
+from cli.actions.index import INTERRUPTED, index_and_watch, index_when_running, run_index
 from cli.client import GatewayError, default_client, transport_failure
 from cli.console import console, error_console, shown
 from cli.listeners import UntrustedListenerError
@@ -163,14 +163,18 @@ def index(
     The folder becomes one of the roots Hindsight may read (``roots.txt`` in the data folder), pinned
     to the folder it is now: replaced later (by a link, or another folder), it is refused. Exits 1 when
     nothing could be indexed: the folder was refused, the scan failed, or every new or changed file
-    failed (a scan with some files indexed and some failed exits 0 and lists the failures)."""
+    failed (a scan with some files indexed and some failed exits 0 and lists the failures). Ctrl-C
+    cancels the job (files already indexed stay indexed) and exits 130."""
     root = root.absolute()  # not resolved: a registered folder replaced by a link must be seen as such
-    if watch:
-        index_and_watch(default_client(), root, get_settings().watch_debounce_ms, re_register)
-    else:
+    try:
+        if watch:
+            index_and_watch(default_client(), root, get_settings().watch_debounce_ms, re_register)
+            return
         report = run_index(default_client(), root, force, re_register)
-        if report is None or report.nothing_indexed:
-            raise typer.Exit(1)
+    except KeyboardInterrupt:
+        raise typer.Exit(INTERRUPTED) from None
+    if report is None or report.nothing_indexed:
+        raise typer.Exit(1)
 
 
 @app.command()

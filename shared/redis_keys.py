@@ -53,12 +53,19 @@ events_key = KeyFamily("events:{}", AS_LONG_AS_EVENTS, "the stream of a question
 answer_key = KeyFamily("answer:{}", AS_LONG_AS_EVENTS, "a question's final Answer")
 index_report_key = KeyFamily("index:{}", AS_LONG_AS_EVENTS, "an index job's final ScanReport")
 index_progress_key = KeyFamily(
-    "index:{}:progress", AS_LONG_AS_EVENTS, "an index job's counters (hash: total, done, failed, chunks, ...)"
+    "index:{}:progress",
+    AS_LONG_AS_EVENTS,
+    "an index job's counters (hash: files and bytes, total and done, failed, chunks, ...)",
 )
 index_recorded_key = KeyFamily(
     "index:{}:recorded",
     AS_LONG_AS_EVENTS,
     "the paths an index job counted (set)",
+)
+index_cancelled_key = KeyFamily(
+    "index:{}:cancelled",
+    AS_LONG_AS_EVENTS,
+    "set by DELETE /v1/index/{id}: the job's batches not yet started are skipped",
 )
 cancelled_key = KeyFamily(
     "cancelled:{}", AS_LONG_AS_EVENTS, "set by DELETE /v1/questions/{id}: the question's stages are skipped"

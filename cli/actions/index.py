@@ -4,7 +4,8 @@ The bar follows the job's event stream: files done of the total, the rate and th
 computes, the file being indexed; skipped and failed files are printed with their reason as they
 happen and listed again in the final report. When the output is not a terminal (piped, ``| tee``,
 a log file) there is no bar: each event the bar would show is one plain line as it happens.
-Watching re-syncs the folder after every settled burst of changes
+Ctrl-C while a job runs cancels it (files already indexed stay indexed), prints how far it got and
+exits 130. Watching re-syncs the folder after every settled burst of changes
 (:class:`shared.folder_watch.RootWatcher`) until Ctrl-C.
 """
 
@@ -25,6 +26,7 @@ from shared.settings import get_settings
 from shared.stage_events import DocumentData, Stage
 
 SKIPPED_SHOWN = 20
+INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C (128 + SIGINT)
 
 
 @dataclass
@@ -46,6 +48,22 @@ def format_eta(seconds: float | None) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
+def format_size(size_bytes: float) -> str:
+    """``size_bytes`` in B, kB or MB (powers of 1000)."""
+    for unit in ("B", "kB"):
+        if size_bytes < 1000:
+            return f"{size_bytes:.0f} {unit}" if unit == "B" else f"{size_bytes:.1f} {unit}"
+        size_bytes /= 1000
+    return f"{size_bytes:.1f} MB"
+
+
+def format_rate(progress: IndexProgress) -> str:
+    """The job's rates as the bar shows them: bytes a second (what the ETA follows), files a second."""
+    if progress.rate_bytes_per_s <= 0:
+        return "– files/s"
+    return f"{format_size(progress.rate_bytes_per_s)}/s · {progress.rate_files_per_s:.1f} files/s"
+
+
 def bar_update(event: Event) -> BarUpdate | None:
     """Translate an index job event into a bar update (``None`` for events the bar ignores)."""
     if event.stage == Stage.SCAN and event.status == "done":
@@ -63,7 +81,7 @@ def bar_update(event: Event) -> BarUpdate | None:
             description=shown(Path(progress.current or "").name),
             total=progress.total,
             completed=progress.done,
-            rate=f"{progress.rate_files_per_s:.1f} files/s",
+            rate=format_rate(progress),
             eta=format_eta(progress.eta_s),
             line=line,
         )
@@ -148,22 +166,42 @@ def run_index(
 ) -> ScanReport | None:
     """Make ``root`` a root Hindsight may read (``again``: re-pin it after the user replaced it),
     start a scan of it, show its progress, print and return its report; ``force`` lets the scan
-    delete more than half of the folder's documents."""
+    delete more than half of the folder's documents. Ctrl-C (``KeyboardInterrupt``) cancels the job,
+    says how far it got, and is raised again."""
     try:
         root = register_root(get_settings(), root, again)
     except PathOutsideRootsError as exc:
         console.print(f"[red]not indexed[/red]: {shown(exc)}")
         return None
     job_id = client.index(str(root), force)
-    follow_job(client.index_events(job_id))
+    try:
+        follow_job(client.index_events(job_id))
+    except KeyboardInterrupt:
+        cancel_job(client, job_id)
+        raise
     report = client.index_report(job_id)
     if report is not None:
         render_report(report)
     return report
 
 
+def cancel_job(client: GatewayClient, job_id: str) -> None:
+    """Cancel the job after Ctrl-C and say how far it got (or, had it ended, its report)."""
+    progress = client.cancel_index(job_id)
+    if progress is None:  # it had ended: its report says how
+        report = client.index_report(job_id)
+        if report is not None:
+            render_report(report)
+    else:
+        console.print(
+            f"cancelled: {progress.done} of {progress.total} files indexed; run the same command to finish",
+            highlight=False,
+        )
+
+
 def index_and_watch(client: GatewayClient, root: Path, debounce_ms: int, again: bool = False) -> None:
-    """Index ``root``, then re-sync it after every settled burst of changes until Ctrl-C."""
+    """Index ``root``, then re-sync it after every settled burst of changes until Ctrl-C (which also
+    cancels a re-sync under way). Ctrl-C during the first index cancels it and propagates."""
     from shared.folder_watch import RootWatcher
 
     run_index(client, root, again=again)
@@ -173,5 +211,6 @@ def index_and_watch(client: GatewayClient, root: Path, debounce_ms: int, again: 
     try:
         watcher.run()
     except KeyboardInterrupt:
-        watcher.stop_event.set()
         console.print("stopped watching")
+    finally:
+        watcher.stop_event.set()

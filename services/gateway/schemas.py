@@ -114,7 +114,7 @@ class IndexAccepted(BaseModel):
 
 class IndexStatus(BaseModel):
     job_id: str
-    status: Literal["running", "done", "failed"]
+    status: Literal["running", "done", "cancelled", "failed"]
     report: ScanReport | None = None
     progress: IndexProgress | None = None
     error: str | None = None

@@ -8,6 +8,11 @@ the files one by one, so a file the backend keeps rejecting on its own is parked
 with its reason) without the rest of its batch, and a backend that stays down parks every file;
 either way the chord, and with it the rest of the scan, still completes.
 
+A cancelled job (``DELETE /v1/index/{job}``) stops between batches: a batch not yet begun returns
+no results at once (so the queue drains and the next job's scan is not stuck behind it), the batch
+being indexed finishes and its files stay indexed, and the report, marked cancelled, ends the stream
+with a ``failed`` event whose detail starts "cancelled".
+
 A batch redelivered after its worker died (tasks are acknowledged late) is indexed again: the store
 ends with the same chunks, and files already recorded are not counted twice in the progress (see
 :class:`shared.index_jobs.ProgressTracker`), but their events are appended again.
@@ -35,7 +40,8 @@ from shared.backends import get_embedder, get_store
 from shared.celery_app import app
 from shared.contracts import IndexBatch, IndexFileResult, IndexRequest, ScanReport
 from shared.events import EventStream, store_result
-from shared.index_jobs import ProgressTracker
+from shared.index_jobs import ProgressTracker, cancel_requested
+from shared.interfaces import Embedder
 from shared.redis_keys import index_report_key
 from shared.settings import Settings, get_settings
 from shared.stage_events import DocumentData, Stage
@@ -50,6 +56,8 @@ def scan(payload: dict[str, Any]) -> dict[str, Any]:
     events = EventStream(request.job_id)
     started = time.time()
     settings = get_settings()
+    if cancel_requested(request.job_id):
+        return publish_report(ScanReport(job_id=request.job_id, root=request.root, cancelled=True))
     try:
         with events.stage(Stage.SCAN, f"diffing {request.root} against the manifest") as stage:
             report, work = begin_scan(request, get_store(), settings)
@@ -60,7 +68,7 @@ def scan(payload: dict[str, Any]) -> dict[str, Any]:
         failure = IndexFileResult(path=request.root, status="failed", reason=reason)
         report = ScanReport(job_id=request.job_id, root=request.root, failed=1, failures=[failure])
         return publish_report(report)
-    progress = ProgressTracker(request.job_id).start(len(work))
+    progress = ProgressTracker(request.job_id).start(len(work), sum(task.size_bytes for task in work))
     events.emit(Stage.PROGRESS, "progress", f"{len(work)} files to index", data=progress)
     if not work:
         return publish_report(finish_report(report, [], time.time() - started))
@@ -72,6 +80,8 @@ def scan(payload: dict[str, Any]) -> dict[str, Any]:
 @app.task(name=INDEX_BATCH, bind=True)
 def index_files(self: Task, payload: dict[str, Any]) -> list[dict[str, Any]]:
     batch = IndexBatch.model_validate(payload)
+    if cancel_requested(batch.job_id):
+        return []
     settings = get_settings()
     attempts = self.request.retries + 1
     last = self.request.retries >= settings.index_max_retries
@@ -79,7 +89,7 @@ def index_files(self: Task, payload: dict[str, Any]) -> list[dict[str, Any]]:
         results = park_culprits(batch, settings, attempts)
     else:
         try:
-            results = index_batch(batch.files, get_store(), get_embedder(), settings)
+            results = index_batch(batch.files, get_store(), working(batch.job_id), settings)
         except Exception as exc:
             if last:  # retries are off: this failed attempt is the only one
                 results = park_culprits(batch, settings, attempts)
@@ -89,23 +99,30 @@ def index_files(self: Task, payload: dict[str, Any]) -> list[dict[str, Any]]:
                 raise self.retry(exc=exc, countdown=backoff) from exc
     for result in results:
         result.attempts = attempts
-    report_files(batch.job_id, results)
+    report_files(batch, results)
     return [result.to_payload() for result in results]
 
 
-def report_files(job_id: str, results: list[IndexFileResult]) -> None:
+def working(job_id: str) -> Embedder:
+    """The embedder, its model loaded; the job's rates count from the first batch that got here."""
+    embedder = get_embedder()
+    ProgressTracker(job_id).working()
+    return embedder
+
+
+def report_files(batch: IndexBatch, results: list[IndexFileResult]) -> None:
     """Record each file's result in the job's progress and events, unless Redis stays unwritable.
 
     The batch's results still go to the job's report (through the chord, whose writes Celery retries
     far longer): a Redis that refuses writes for longer than ``OUTAGE_RETRY`` covers (its disk
     full, say) leaves the progress short of these files, not the job without its end.
     """
-    progress = ProgressTracker(job_id)
+    progress, sizes = ProgressTracker(batch.job_id), {task.path: task.size_bytes for task in batch.files}
     try:
         for result in results:
-            report_file(job_id, result, progress)
+            report_file(batch.job_id, result, sizes.get(result.path, 0), progress)
     except redis.ConnectionError as exc:
-        log.warning("progress of %d files of job %s not recorded: %s", len(results), job_id, exc)
+        log.warning("progress of %d files of job %s not recorded: %s", len(results), batch.job_id, exc)
 
 
 def park_culprits(batch: IndexBatch, settings: Settings, attempts: int) -> list[IndexFileResult]:
@@ -127,9 +144,9 @@ def retry_later(batch: IndexBatch, attempts: int, backoff: float, exc: Exception
     )
 
 
-def report_file(job_id: str, result: IndexFileResult, progress: ProgressTracker) -> None:
-    """Advance the job's progress by one file and append the file's event."""
-    counts = progress.record(result)
+def report_file(job_id: str, result: IndexFileResult, size_bytes: int, progress: ProgressTracker) -> None:
+    """Advance the job's progress by one file of ``size_bytes`` and append the file's event."""
+    counts = progress.record(result, size_bytes)
     detail = f"{Path(result.path).name}: {result.chunks} chunks" if result.reason is None else result.reason
     EventStream(job_id).emit(
         Stage.DOCUMENT,
@@ -144,18 +161,21 @@ def index_report(
     batches: list[list[dict[str, Any]]], payload: dict[str, Any], started: float
 ) -> dict[str, Any]:
     report = ScanReport.model_validate(payload)
+    report.cancelled = cancel_requested(report.job_id)
     files = [IndexFileResult.model_validate(r) for results in batches for r in results]
     get_store().refresh_indexes()  # before the job says done, so its files are searchable at full speed
     return publish_report(finish_report(report, files, time.time() - started))
 
 
 def publish_report(report: ScanReport) -> dict[str, Any]:
-    """Keep the final report for ``GET /v1/index/{job}`` and end the job's event stream with it."""
+    """Keep the final report for ``GET /v1/index/{job}`` and end the job's event stream with it: a
+    cancelled job's last event is ``failed``, its detail starting "cancelled"."""
     store_result(index_report_key(report.job_id), report)
+    summary = f"{describe(report)}; {report.chunks} chunks in {report.elapsed_s:.1f}s"
     EventStream(report.job_id).emit(
         Stage.INDEX,
-        "failed" if report.scan_failed else "done",
-        f"{describe(report)}; {report.chunks} chunks in {report.elapsed_s:.1f}s",
+        "failed" if report.scan_failed or report.cancelled else "done",
+        f"cancelled: {summary}" if report.cancelled else summary,
         data=report,
     )
     return report.to_payload()

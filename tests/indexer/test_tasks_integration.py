@@ -20,7 +20,7 @@ from celery import Celery
 from shared.contracts import Event, IndexRequest, ScanReport
 from shared.events import EVENT_FIELD
 from shared.index_jobs import read_progress
-from shared.redis_keys import events_key, index_report_key
+from shared.redis_keys import events_key, index_cancelled_key, index_report_key
 from shared.stores.lancedb_store import LanceDBStore
 from shared.topology import task_routes
 from testing.processes import wait_for
@@ -31,10 +31,11 @@ from tests.shared.ollama_standin import OllamaStandIn
 pytestmark = pytest.mark.integration
 
 
-def send_scan(redis_url: str, root: Path) -> str:
+def send_scan(redis_url: str, root: Path, job_id: str | None = None) -> str:
+    """Queue a scan of ``root`` as the gateway does; the job's id (``job_id``, or a new one)."""
     client = Celery("indexer-tests", broker=redis_url, backend=redis_url)
     client.conf.update(task_serializer="json", accept_content=["json"], task_routes=task_routes())
-    job_id = uuid.uuid4().hex
+    job_id = job_id or uuid.uuid4().hex
     client.send_task("index.scan", args=[IndexRequest(job_id=job_id, root=str(root)).to_payload()])
     return job_id
 
@@ -70,8 +71,9 @@ def test_scan_fans_out_reports_progress_and_resyncs_incrementally(
         assert [e.data["progress"]["done"] for e in documents] == [1, 2, 3, 4, 5, 6]
         last = documents[-1].data["progress"]
         assert (last["done"], last["total"]) == (6, 6) and last["rate_files_per_s"] > 0
-        assert documents[0].data["progress"]["eta_s"] is None, "one file done says nothing of the rate"
-        assert all(e.data["progress"]["eta_s"] is not None for e in documents[1:])
+        # the rates count from the first batch begun, so the first file done already gives an ETA
+        assert all(e.data["progress"]["eta_s"] is not None for e in documents)
+        assert last["done_bytes"] == last["total_bytes"] > 0 and last["eta_s"] == 0
         assert events[-1].stage == "index" and events[-1].status == "done"
         progress = read_progress(job_id, client)
         assert progress is not None and progress.done == progress.total == 6
@@ -90,6 +92,37 @@ def test_scan_fans_out_reports_progress_and_resyncs_incrementally(
         "note-0.md", "note-2.md", "note-3.md", "paper.pdf",
     ]  # fmt: skip
     assert store.count_chunks() == sum(e.chunk_count for e in store.manifest().values())
+
+
+def test_a_cancelled_job_stops_between_batches_and_ends_with_a_cancelled_report(
+    tmp_path: Path, docs: Path, redis_url: str
+) -> None:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    paragraph = "Sourdough starters ferment flour and water with wild yeast and lactic bacteria. " * 40
+    for i in range(8):  # one file a batch, each a few seconds of embedding
+        (docs / f"note-{i}.md").write_text(f"# Note {i}\n\n" + f"{paragraph}\n\n" * 20)
+    data_dir = tmp_path / "worker-data"
+    env = worker_env(redis_url, data_dir, [docs], HINDSIGHT_INDEX_BATCH_FILES="1")
+    worker = start_index_worker(env, tmp_path / "worker.log")
+    try:
+        job_id = send_scan(redis_url, docs)
+        wait_for(lambda: any(e.stage == "document" for e in job_events(client, job_id)), 120, "a file done")
+        client.set(index_cancelled_key(job_id), "1", ex=600)  # what DELETE /v1/index/{job} sets
+        report = wait_for_report(client, job_id)
+
+        pre_cancelled = uuid.uuid4().hex
+        client.set(index_cancelled_key(pre_cancelled), "1", ex=600)
+        send_scan(redis_url, docs, pre_cancelled)
+        never_begun = wait_for_report(client, pre_cancelled)
+    finally:
+        stop(worker)
+    done = [e for e in job_events(client, job_id) if e.stage == "document"]
+    assert report.cancelled and report.new == 8 and 1 <= len(done) < 8, report
+    last = job_events(client, job_id)[-1]
+    assert (last.stage, last.status) == ("index", "failed") and last.detail.startswith("cancelled: ")
+    store = LanceDBStore(data_dir / "store", 384)
+    assert len(store.manifest(str(docs))) == len(done), "the files indexed before the cancel stay indexed"
+    assert never_begun.cancelled and never_begun.scanned == 0 and not job_events(client, pre_cancelled)[:-1]
 
 
 def test_a_batch_that_keeps_failing_is_retried_with_backoff_then_only_the_culprit_is_parked(

@@ -1,4 +1,4 @@
-"""``/v1/index``: start (or re-sync) indexing a folder and stream its progress."""
+"""``/v1/index``: start (or re-sync) indexing a folder, stream its progress, cancel it."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from services.gateway.schemas import (
 from services.gateway.streaming import STREAM_START, LastEventId, event_stream, last_written
 from shared.contracts import IndexRequest, ScanReport
 from shared.index_jobs import read_progress
-from shared.redis_keys import index_report_key, stream_kind_key
+from shared.redis_keys import index_cancelled_key, index_report_key, stream_kind_key
 from shared.stage_events import Stage
 from shared.tasking import enqueue_index
 from shared.topology import INDEX_QUEUES
@@ -50,12 +50,18 @@ async def index(body: IndexStart, request: Request, client: RedisDep, settings: 
 
 @router.get("/{job_id}", response_model=IndexStatus)
 async def index_status(job_id: JobId, client: RedisDep, settings: SettingsDep) -> IndexStatus:
-    """``done`` with the report; ``failed`` once nothing happened for the job time limit (its worker
-    stopped, or none ever took it); else ``running`` with the progress."""
+    """``done`` with the report (``cancelled`` with it for a job cancelled before its end);
+    ``cancelled`` with the progress while the batch being indexed when it was cancelled finishes;
+    ``failed`` once nothing happened for the job time limit (its worker stopped, or none ever took
+    it); else ``running`` with the progress."""
     accepted_at = await require_known_stream(client, "i", job_id)
     raw = await client.get(index_report_key(job_id))
     if raw:
-        return IndexStatus(job_id=job_id, status="done", report=ScanReport.model_validate_json(raw))
+        report = ScanReport.model_validate_json(raw)
+        return IndexStatus(job_id=job_id, status="cancelled" if report.cancelled else "done", report=report)
+    if await client.exists(index_cancelled_key(job_id)):
+        progress = await asyncio.to_thread(read_progress, job_id)
+        return IndexStatus(job_id=job_id, status="cancelled", progress=progress)
     last_write = await last_written(client, job_id, default=accepted_at or time.time())
     idle_s = time.time() - last_write
     if idle_s > settings.job_time_limit_s:
@@ -64,6 +70,18 @@ async def index_status(job_id: JobId, client: RedisDep, settings: SettingsDep) -
     return IndexStatus(
         job_id=job_id, status="running", progress=await asyncio.to_thread(read_progress, job_id)
     )
+
+
+@router.delete("/{job_id}", response_model=IndexStatus)
+async def cancel_index(job_id: JobId, client: RedisDep, settings: SettingsDep) -> IndexStatus:
+    """Cancel the job: its batches not yet begun are skipped, the one being indexed finishes, files
+    already indexed stay indexed, and its stream ends with its report marked cancelled (a ``failed``
+    event, "cancelled: ..."). Returns the job's status then; a job already finished is left as it is."""
+    await require_known_stream(client, "i", job_id)
+    if not await client.exists(index_report_key(job_id)):
+        ttl_s = index_cancelled_key.lifetime.ttl_s(settings)
+        await client.set(index_cancelled_key(job_id), "1", ex=ttl_s)
+    return await index_status(job_id, client, settings)
 
 
 @router.get("/{job_id}/events", response_class=EventSourceResponse, responses=EVENT_STREAM_RESPONSES)
