@@ -494,6 +494,9 @@ class IndexProgress(Contract):
     failed: int = 0
     chunks: int = 0
     current: str | None = None
+    # Of a file too big for one embedder call, while it is embedded: its chunks embedded, of how many.
+    current_chunks_done: int = 0
+    current_chunks: int = 0
     rate_files_per_s: float = 0.0
     rate_bytes_per_s: float = 0.0
     eta_s: float | None = None

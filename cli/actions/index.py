@@ -69,7 +69,13 @@ def bar_update(event: Event) -> BarUpdate | None:
     if event.stage == Stage.SCAN and event.status == "done":
         return BarUpdate(description=shown(event.detail))
     if event.stage == Stage.PROGRESS:
-        return BarUpdate(total=IndexProgress.model_validate(event.data).total, description="indexing")
+        progress = IndexProgress.model_validate(event.data)
+        if progress.current_chunks:  # some chunks of a big file embedded
+            name = Path(progress.current or "").name
+            return BarUpdate(
+                description=shown(f"{name} {progress.current_chunks_done}/{progress.current_chunks} chunks")
+            )
+        return BarUpdate(total=progress.total, description="indexing")
     document = DocumentData.model_validate(event.data) if event.stage == Stage.DOCUMENT else None
     if document is not None and document.progress is not None and document.result is not None:
         progress, result = document.progress, document.result

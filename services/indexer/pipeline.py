@@ -26,7 +26,7 @@ from services.indexer.discovery import discover
 from services.indexer.loaders import LoadedDocument, LoadError, SkippedFileError, load_document, refused
 from services.indexer.manifest_diff import diff_against_manifest, document_id_for, file_digest
 from services.indexer.refusals import Refusals
-from services.indexer.stream import BatchOutcome, PreparedFile, index_batches
+from services.indexer.stream import BatchOutcome, ChunkProgress, PreparedFile, index_batches
 from shared.contracts import (
     MARKUP_KINDS,
     Chunk,
@@ -272,19 +272,28 @@ def prepare_file(task: IndexFileTask, token_spans: TokenSpans, settings: Setting
 
 
 def index_pipelined(
-    batches: list[list[IndexFileTask]], store: VectorStore, embedder: Embedder, settings: Settings
+    batches: list[list[IndexFileTask]],
+    store: VectorStore,
+    embedder: Embedder,
+    settings: Settings,
+    on_chunks: ChunkProgress | None = None,
 ) -> list[BatchOutcome]:
     """Each batch's results, or the backend error that stopped it, with loading, embedding and
-    writing overlapped (``services.indexer.stream``): one store write per batch."""
+    writing overlapped (``services.indexer.stream``): one store write per batch; ``on_chunks`` hears
+    of the chunks embedded of a file too big for one embedder call."""
 
     def prepare(task: IndexFileTask) -> PreparedFile:
         return prepare_file(task, embedder.token_spans, settings)
 
-    return index_batches(batches, prepare, store, embedder, settings)
+    return index_batches(batches, prepare, store, embedder, settings, on_chunks)
 
 
 def index_batch(
-    tasks: list[IndexFileTask], store: VectorStore, embedder: Embedder, settings: Settings
+    tasks: list[IndexFileTask],
+    store: VectorStore,
+    embedder: Embedder,
+    settings: Settings,
+    on_chunks: ChunkProgress | None = None,
 ) -> list[IndexFileResult]:
     """Load and chunk the files (a thread ahead of the embedder), embed their chunks in calls of
     about ``index_embed_tokens`` tokens, write all documents in one store write.
@@ -293,7 +302,7 @@ def index_batch(
     old chunks are deleted. Backend errors propagate; running the batch again is safe, since every
     write replaces or deletes by document id and so leaves the rows one run would.
     """
-    (outcome,) = index_pipelined([tasks], store, embedder, settings)
+    (outcome,) = index_pipelined([tasks], store, embedder, settings, on_chunks)
     if isinstance(outcome, Exception):
         raise outcome
     return outcome

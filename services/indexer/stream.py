@@ -5,7 +5,9 @@ Three stages run at once, joined by bounded queues:
 1. a *preparing* thread loads and chunks the files, batch after batch, at most
    ``index_prepare_ahead`` files ahead of the embedder;
 2. the calling thread hands the embedder calls of about ``index_embed_tokens`` tokens (estimated),
-   filled across files and across batches, so every call but the job's last is full;
+   filled across files and across batches, so every call but the job's last is full; a file too big
+   for one call is split across calls, and after each call ``on_chunks`` hears how many of its
+   chunks are embedded (a 260 kB file takes tens of seconds: its progress must move meanwhile);
 3. a *writing* thread writes each batch, in order, once all its chunks have vectors: one store write
    per batch (plus a delete per file that could not be read and that the store's manifest holds: a
    document with chunks always has its manifest row, but for the orphans of a crashed write, which
@@ -20,9 +22,10 @@ written. Files that cannot be read are results, not errors (``load_file``).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import queue
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -33,11 +36,18 @@ from shared.interfaces import Embedder, VectorStore
 from shared.settings import Settings
 
 BatchOutcome = list[IndexFileResult] | Exception
+# Called after each embedder call with a file split across calls: the file, its chunks embedded, its chunks.
+ChunkProgress = Callable[[IndexFileTask, int, int], None]
 # Characters per token when sizing embedder calls (English prose is ~4; the embedder truncates at 256).
 CHARS_PER_TOKEN = 4
 MAX_PASSAGE_TOKENS = 256
 _POLL_S = 0.1
 T = TypeVar("T")
+
+
+def passage_tokens(passage: str) -> int:
+    """Estimated tokens of a passage as the embedder will see it (truncated)."""
+    return min(MAX_PASSAGE_TOKENS, len(passage) // CHARS_PER_TOKEN + 2)
 
 
 @dataclass
@@ -54,7 +64,7 @@ class PreparedFile:
     @property
     def tokens(self) -> int:
         """Estimated tokens of its passages, as the embedder will see them (truncated)."""
-        return sum(min(MAX_PASSAGE_TOKENS, len(p) // CHARS_PER_TOKEN + 2) for p in self.passages)
+        return sum(map(passage_tokens, self.passages))
 
 
 @dataclass
@@ -98,6 +108,7 @@ def index_batches(
     store: VectorStore,
     embedder: Embedder,
     settings: Settings,
+    on_chunks: ChunkProgress | None = None,
 ) -> list[BatchOutcome]:
     """Index the batches with the three stages overlapped (module doc); one outcome per batch, in
     order. ``prepare`` loads and chunks one file (it reports bad input as a result, never raises for
@@ -134,7 +145,7 @@ def index_batches(
     preparer.start()
     writer.start()
     try:
-        _embed_all(prepared, writes, embedder, settings.index_embed_tokens, stop)
+        _embed_all(prepared, writes, Embedding(embedder, settings.index_embed_tokens, on_chunks), stop)
     finally:
         stop.set()
         writes.put(None)
@@ -143,11 +154,48 @@ def index_batches(
     return [outcome if outcome is not None else RuntimeError("batch not written") for outcome in outcomes]
 
 
+@dataclass
+class Embedding:
+    """The embedder, the tokens of one call, and who hears of a big file's chunks embedded."""
+
+    embedder: Embedder
+    budget: int
+    on_chunks: ChunkProgress | None = None
+
+    def calls(self, passages: list[tuple[PreparedFile, str]]) -> Iterator[list[tuple[PreparedFile, str]]]:
+        """The passages in calls of at least ``budget`` tokens; a rest under ``budget`` joins the call
+        before it, so the calls of files that fit in one stay whole."""
+        sizes = [passage_tokens(passage) for _, passage in passages]
+        start, tokens, left = 0, 0, sum(sizes)
+        for end, size in enumerate(sizes, 1):
+            tokens, left = tokens + size, left - size
+            if tokens >= self.budget and left >= self.budget:
+                yield passages[start:end]
+                start, tokens = end, 0
+        if start < len(passages):
+            yield passages[start:]
+
+    def vectors(self, files: list[PreparedFile]) -> np.ndarray:
+        """The vectors of the files' passages, in order; a file split across calls is reported after
+        each call that embedded some of its chunks."""
+        calls = list(self.calls([(file, passage) for file in files for passage in file.passages]))
+        cut = itertools.pairwise(calls)  # a file whose passages end one call and begin the next
+        split = {id(after[0][0]) for before, after in cut if before[-1][0] is after[0][0]}
+        parts, embedded = [], dict.fromkeys(split, 0)
+        for call in calls:
+            parts.append(self.embedder.embed_documents([passage for _, passage in call]))
+            reported = {id(file): file for file, _ in call if id(file) in split}
+            for file in reported.values():
+                embedded[id(file)] += sum(1 for f, _ in call if f is file)
+                if self.on_chunks is not None:
+                    self.on_chunks(file.task, embedded[id(file)], len(file.passages))
+        return np.concatenate(parts)
+
+
 def _embed_all(
     prepared: queue.Queue[PreparedFile | _End | BaseException | None],
     writes: queue.Queue[_Batch | None],
-    embedder: Embedder,
-    budget: int,
+    embedding: Embedding,
     stop: threading.Event,
 ) -> None:
     """Fill embedder calls from the prepared files; pass each batch on, in order, once it is ready."""
@@ -175,17 +223,18 @@ def _embed_all(
                 batch.waiting += 1
                 pending.append((batch, item))
                 pending_tokens += item.tokens
-        if pending_tokens >= budget:
-            _embed(pending, embedder)
+        if pending_tokens >= embedding.budget:
+            _embed(pending, embedding)
             pending, pending_tokens = [], 0
         pass_on_ready()
-    _embed(pending, embedder)
+    _embed(pending, embedding)
     open_batches.pop()  # the empty batch opened after the last one
     pass_on_ready()
 
 
-def _embed(pending: list[tuple[_Batch, PreparedFile]], embedder: Embedder) -> None:
-    """One embedder call for the pending files' passages; an error fails every batch they belong to."""
+def _embed(pending: list[tuple[_Batch, PreparedFile]], embedding: Embedding) -> None:
+    """Embed the pending files' passages (in one call, unless a file is too big for one); an error
+    fails every batch they belong to."""
     live = [(batch, file) for batch, file in pending if batch.error is None]
     for batch, _ in pending:
         if batch.error is not None:
@@ -193,7 +242,7 @@ def _embed(pending: list[tuple[_Batch, PreparedFile]], embedder: Embedder) -> No
     if not live:
         return
     try:
-        vectors = embedder.embed_documents([p for _, file in live for p in file.passages])
+        vectors = embedding.vectors([file for _, file in live])
     except Exception as exc:  # a backend error: the batches it touched fail, the Celery edge retries
         for batch, _ in live:
             batch.error = batch.error or exc

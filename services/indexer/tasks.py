@@ -36,9 +36,17 @@ from services.indexer.pipeline import (
     index_one_by_one,
     plan_batches,
 )
+from services.indexer.stream import ChunkProgress
 from shared.backends import get_embedder, get_store
 from shared.celery_app import app
-from shared.contracts import IndexBatch, IndexFileResult, IndexRequest, ScanReport
+from shared.contracts import (
+    IndexBatch,
+    IndexFileResult,
+    IndexFileTask,
+    IndexProgress,
+    IndexRequest,
+    ScanReport,
+)
 from shared.events import EventStream, store_result
 from shared.index_jobs import ProgressTracker, cancel_requested
 from shared.interfaces import Embedder
@@ -89,7 +97,8 @@ def index_files(self: Task, payload: dict[str, Any]) -> list[dict[str, Any]]:
         results = park_culprits(batch, settings, attempts)
     else:
         try:
-            results = index_batch(batch.files, get_store(), working(batch.job_id), settings)
+            embedder, on_chunks = working(batch.job_id), chunk_progress(batch.job_id)
+            results = index_batch(batch.files, get_store(), embedder, settings, on_chunks)
         except Exception as exc:
             if last:  # retries are off: this failed attempt is the only one
                 results = park_culprits(batch, settings, attempts)
@@ -108,6 +117,20 @@ def working(job_id: str) -> Embedder:
     embedder = get_embedder()
     ProgressTracker(job_id).working()
     return embedder
+
+
+def chunk_progress(job_id: str) -> ChunkProgress:
+    """Append a progress event each time some chunks of a file too big for one embedder call are
+    embedded: the job's progress with that file's chunks embedded of its chunks."""
+    progress, events = ProgressTracker(job_id), EventStream(job_id)
+
+    def embedded(task: IndexFileTask, done: int, chunks: int) -> None:
+        now = progress.read() or IndexProgress(job_id=job_id)
+        update = {"current": task.path, "current_chunks_done": done, "current_chunks": chunks}
+        detail = f"{Path(task.path).name}: {done}/{chunks} chunks embedded"
+        events.emit(Stage.PROGRESS, "progress", detail, data=now.model_copy(update=update))
+
+    return embedded
 
 
 def report_files(batch: IndexBatch, results: list[IndexFileResult]) -> None:

@@ -3,7 +3,7 @@ arithmetic of the rate and ETA it shows (``shared.index_jobs.progress_from``).""
 
 from __future__ import annotations
 
-from cli.actions.index import bar_update, format_eta, format_rate
+from cli.actions.index import bar_update, format_eta, format_rate, plain_line
 from shared.contracts import Event, IndexFileResult, IndexProgress
 from shared.index_jobs import progress_from
 from shared.stage_events import DocumentData
@@ -37,6 +37,15 @@ def test_document_event_moves_the_bar_and_shows_rate_eta_and_failures() -> None:
     assert (update.completed, update.total, update.description) == (4, 10, "paper.pdf")
     assert update.rate == "12.5 kB/s · 2.5 files/s" and update.eta == "1m15s"
     assert update.line is not None and "encrypted PDF" in update.line
+
+
+def test_chunks_embedded_of_a_big_file_move_the_description_not_the_files_done() -> None:
+    progress = IndexProgress(
+        job_id="job", total=3, done=1, current="/d/manual.md", current_chunks_done=120, current_chunks=900
+    )
+    update = bar_update(event("progress", "progress", data=progress.to_payload()))
+    assert update is not None and (update.total, update.completed) == (None, None)
+    assert update.description == "manual.md 120/900 chunks" and plain_line(update) == update.description
 
 
 def test_retries_are_shown_and_other_events_ignored() -> None:

@@ -284,6 +284,26 @@ def test_embedder_calls_reach_the_token_budget_before_they_run(
     assert len(sizes) > 1 and all(size >= 120 for size in sizes[:-1]), sizes
 
 
+def test_a_file_too_big_for_one_embedder_call_is_split_and_each_call_reports_its_chunks_embedded(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    (docs / "big.md").write_text(long_note("sourdough", 60))
+    (docs / "small.md").write_text(long_note("rye", 1))
+    counting, heard = CountingEmbedder(embedder), []
+    small_calls = settings.model_copy(update={"index_embed_tokens": 120})
+    _, tasks = begin_scan(IndexRequest(job_id="test", root=str(docs)), store, small_calls)
+
+    def embedded(task: IndexFileTask, done: int, chunks: int) -> None:
+        heard.append((Path(task.path).name, done, chunks))
+
+    results = {Path(r.path).name: r for r in index_batch(tasks, store, counting, small_calls, embedded)}
+    big = results["big.md"].chunks
+    assert counting.calls > 2 and [name for name, _, _ in heard] == ["big.md"] * len(heard), heard
+    done = [count for _, count, _ in heard]
+    assert done == sorted(set(done)) and done[-1] == big and {c for _, _, c in heard} == {big}
+    assert counting.embedded == big + results["small.md"].chunks == store.count_chunks()
+
+
 def test_a_batch_the_backend_rejects_is_indexed_file_by_file_and_only_the_culprit_fails(
     docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
 ) -> None:

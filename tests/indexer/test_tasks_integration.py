@@ -116,9 +116,12 @@ def test_a_cancelled_job_stops_between_batches_and_ends_with_a_cancelled_report(
         never_begun = wait_for_report(client, pre_cancelled)
     finally:
         stop(worker)
-    done = [e for e in job_events(client, job_id) if e.stage == "document"]
+    events = job_events(client, job_id)
+    done = [e for e in events if e.stage == "document"]
+    chunks = [e.data for e in events if e.stage == "progress" and e.data["current_chunks"]]
+    assert chunks, "each file is several embedder calls: its chunks embedded are reported as they go"
     assert report.cancelled and report.new == 8 and 1 <= len(done) < 8, report
-    last = job_events(client, job_id)[-1]
+    last = events[-1]
     assert (last.stage, last.status) == ("index", "failed") and last.detail.startswith("cancelled: ")
     store = LanceDBStore(data_dir / "store", 384)
     assert len(store.manifest(str(docs))) == len(done), "the files indexed before the cancel stay indexed"
