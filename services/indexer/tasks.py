@@ -1,8 +1,9 @@
 """Celery edge of the indexer: the scan fans out a chord of batches, and the report sums them up.
 
 Every file finished (indexed, skipped or failed) advances the job's progress and appends an event
-carrying the file's result and the job's rate and ETA, as soon as its batch is written. A backend
-error retries the whole batch with exponential backoff (safe: the store replaces by document id).
+carrying the file's result and the job's rate and ETA, as soon as its batch is written (the batch
+counted whole first: :func:`report_files`). A backend error retries the whole batch with
+exponential backoff (safe: the store replaces by document id).
 The last of ``index_max_retries`` retries (or, with retries off, the failed first attempt) indexes
 the files one by one, so a file the backend keeps rejecting on its own is parked (reported as failed
 with its reason) without the rest of its batch, and a backend that stays down parks every file;
@@ -134,7 +135,13 @@ def chunk_progress(job_id: str) -> ChunkProgress:
 
 
 def report_files(batch: IndexBatch, results: list[IndexFileResult]) -> None:
-    """Record each file's result in the job's progress and events, unless Redis stays unwritable.
+    """Record each file's result in the job's progress, then append each file's event, unless Redis
+    stays unwritable.
+
+    The whole batch is counted before its first event, so every event of the batch carries the
+    rate and ETA of the batch done (its files finished together: counting them one event at a time
+    made the first read one file in the batch's whole time, an ETA many times too long), with the
+    files done counted in order, one more each event.
 
     The batch's results still go to the job's report (through the chord, whose writes Celery retries
     far longer): a Redis that refuses writes for longer than ``OUTAGE_RETRY`` covers (its disk
@@ -142,8 +149,11 @@ def report_files(batch: IndexBatch, results: list[IndexFileResult]) -> None:
     """
     progress, sizes = ProgressTracker(batch.job_id), {task.path: task.size_bytes for task in batch.files}
     try:
-        for result in results:
-            report_file(batch.job_id, result, sizes.get(result.path, 0), progress)
+        files_done = [progress.record(result, sizes.get(result.path, 0)).done for result in results]
+        batch_done = progress.read() or IndexProgress(job_id=batch.job_id)
+        for result, done in zip(results, files_done, strict=True):
+            as_of_file = batch_done.model_copy(update={"done": done, "current": result.path})
+            report_file(batch.job_id, result, as_of_file)
     except redis.ConnectionError as exc:
         log.warning("progress of %d files of job %s not recorded: %s", len(results), batch.job_id, exc)
 
@@ -167,9 +177,8 @@ def retry_later(batch: IndexBatch, attempts: int, backoff: float, exc: Exception
     )
 
 
-def report_file(job_id: str, result: IndexFileResult, size_bytes: int, progress: ProgressTracker) -> None:
-    """Advance the job's progress by one file of ``size_bytes`` and append the file's event."""
-    counts = progress.record(result, size_bytes)
+def report_file(job_id: str, result: IndexFileResult, counts: IndexProgress) -> None:
+    """Append the file's event, with the job's progress ``counts`` as of this file."""
     detail = f"{Path(result.path).name}: {result.chunks} chunks" if result.reason is None else result.reason
     EventStream(job_id).emit(
         Stage.DOCUMENT,

@@ -71,7 +71,9 @@ def test_scan_fans_out_reports_progress_and_resyncs_incrementally(
         assert [e.data["progress"]["done"] for e in documents] == [1, 2, 3, 4, 5, 6]
         last = documents[-1].data["progress"]
         assert (last["done"], last["total"]) == (6, 6) and last["rate_files_per_s"] > 0
-        # the rates count from the first batch begun, so the first file done already gives an ETA
+        # the rates count from the first batch begun, so the first file done already gives an ETA;
+        # a batch is counted whole before its events, which all carry the rate of the batch done
+        assert len({e.data["progress"]["rate_bytes_per_s"] for e in documents[:4]}) == 1
         assert all(e.data["progress"]["eta_s"] is not None for e in documents)
         assert last["done_bytes"] == last["total_bytes"] > 0 and last["eta_s"] == 0
         assert events[-1].stage == "index" and events[-1].status == "done"
