@@ -237,9 +237,10 @@ def progress_from(job_id: str, counters: Mapping[str, str], now: float) -> Index
     Rates count bytes on disk, not files: a batch of small files finishes at once, and its files
     done in one instant made the rate read thousands of files a second. Both rates are measured
     over the job since ``t1``, when its first batch began (its worker's model already loaded, so a
-    10 s model load does not make the first ETAs read many times too long), and a file counts only
-    once its batch is written, so the time its batch took is inside the measure. The ETA is the bytes
-    left at the byte rate; before any file is done (no rate yet) there is none.
+    10 s model load does not make the first ETAs read many times too long; a worker that starts later
+    loads its model inside the measure), and a file counts only once its batch is written, so the
+    time its batch took is inside the measure (the indexer counts a batch whole before its files'
+    events). The ETA is the bytes left at the byte rate; before any file is done there is none.
     """
     total, done = int(counters.get("total", 0)), int(counters.get("done", 0))
     total_bytes, done_bytes = int(counters.get("total_bytes", 0)), int(counters.get("done_bytes", 0))
