@@ -71,6 +71,7 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
         line=citation.line,
         rank=citation.rank,
         rerank_score=citation.rerank_score,
+        thread_url=citation.source_url,
     )
     source = source_text(citation.source_uri, roots)
     if source is None:

@@ -390,7 +390,7 @@ function renderSources(answer) {
 }
 
 function answerMarkdown(answer) {
-  const sources = answer.citations.map((c) => `[${c.number}] ${c.title} — ${c.source_uri}${c.line ? `:${c.line}` : c.page ? `#page=${c.page}` : ""}\n    > ${c.quote.replace(/\s+/g, " ")}`);
+  const sources = answer.citations.map((c) => `[${c.number}] ${c.title} — ${c.source_uri}${c.line ? `:${c.line}` : c.page ? `#page=${c.page}` : ""}${c.source_url ? ` ${c.source_url}` : ""}\n    > ${c.quote.replace(/\s+/g, " ")}`);
   return `## ${answer.question}\n\n${answer.markdown}\n\n### Sources\n\n${sources.join("\n")}\n`;
 }
 
