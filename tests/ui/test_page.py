@@ -130,6 +130,20 @@ def test_copy_puts_the_answer_and_its_sources_on_the_clipboard_as_markdown(
     assert re.search(r"^\[1\] .+ — /.+sourdough\.md", copied, re.MULTILINE), copied
 
 
+def test_copy_of_an_answer_citing_a_thread_carries_the_threads_perplexity_link_after_its_file(
+    browser: Browser, stack: Stack
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    ask(page, "How long can sourdough proof in the fridge?")
+    page.click("#copy")
+    expect(page.locator("#copy-status")).to_have_text("copied")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    thread = r"\(7f1c\)\.md:\d+ https://www\.perplexity\.ai/search/proofing-sourdough-in-the-fridge-7f1c$"
+    assert re.search(r"^\[\d+\] Proofing sourdough in the fridge — /.+" + thread, copied, re.MULTILINE), (
+        copied
+    )
+
+
 @pytest.mark.parametrize("width_name", list(WIDTHS))
 def test_search_highlights_matches_and_its_filters_narrow_the_results(
     browser: Browser, stack: Stack, width_name: str
