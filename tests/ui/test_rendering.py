@@ -15,6 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 from tests.gateway.conftest import PAGES, REPO
 from tests.indexer.documents import write_pdf
 from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
+from tests.ui.test_page import ask
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 README = REPO / "tests" / "fixtures" / "readmes" / "libcbor-README.md"
@@ -146,9 +147,7 @@ def test_a_windows_1252_notes_evidence_shows_its_accents_and_says_it_was_decoded
     browser: Browser, stack: Stack, latin_notes: Path
 ) -> None:
     page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
-    page.fill("#question", "How long does the crème brûlée cook in the bain-marie?")
-    page.click("#ask")
-    expect(page.locator("#answer a.cite").first).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
+    ask(page, "How long does the crème brûlée cook in the bain-marie?")
     page.locator("#sources li.cited", has_text="carnet.txt").first.click()
     evidence = page.locator("#evidence")
     expect(evidence.locator("p.muted").first).to_contain_text(f"{latin_notes / 'carnet.txt'}:")
