@@ -1,8 +1,7 @@
 """The page renders what it quotes, in real Chromium at 1280 and 390 px against the real local stack:
 Markdown from a real README (Debian's libcbor one) as bold, code and a plain title, through the
 vendored markdown-it and DOMPurify, while a ``<script>`` and an ``onerror`` planted in the source stay
-text and never run; a PDF's citation, and its source card, open the cited page with the quote marked;
-a Windows-1252 (Latin-1) note's evidence shows its accents and says how it was decoded."""
+text and never run; a PDF's citation, and its source card, open the cited page with the quote marked."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from playwright.sync_api import Browser, Page, expect
 from tests.gateway.conftest import PAGES, REPO
 from tests.indexer.documents import write_pdf
 from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
-from tests.ui.test_page import ask
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 README = REPO / "tests" / "fixtures" / "readmes" / "libcbor-README.md"
@@ -50,22 +48,6 @@ def manuals(stack: Stack) -> Path:
     folder.mkdir()
     write_pdf(folder / "libtasn1.pdf", PAGES, title="GNU libtasn1 manual")
     return index(stack, folder)
-
-
-@pytest.fixture(scope="module")
-def latin_notes(stack: Stack) -> Path:
-    """A French kitchen note saved in Windows-1252, as older Windows editors save Latin-1 text."""
-    folder = stack.library / "latin"
-    folder.mkdir()
-    (folder / "carnet.txt").write_bytes(LATIN_NOTE.encode("cp1252"))
-    return index(stack, folder)
-
-
-LATIN_NOTE = (
-    "Carnet de cuisine de Noël\n\n"
-    "La crème brûlée du réveillon cuit au bain-marie à 150 °C pendant 45 minutes.\n"
-    "On la caramélise au chalumeau juste avant de servir, avec de la cassonade.\n"
-)
 
 
 def nothing_ran(page: Page) -> None:
@@ -141,16 +123,3 @@ def test_a_pdf_citation_and_its_source_card_open_the_cited_page_with_the_quote_m
         ".getImageData(0, 0, 400, 400).data.some((v, i) => i % 4 !== 3 && v < 128)"
     )  # ink
     screenshot(page, f"pdf-evidence-{width_name}")
-
-
-def test_a_windows_1252_notes_evidence_shows_its_accents_and_says_it_was_decoded_as_windows_1252(
-    browser: Browser, stack: Stack, latin_notes: Path
-) -> None:
-    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
-    ask(page, "How long does the crème brûlée cook in the bain-marie?")
-    page.locator("#sources li.cited", has_text="carnet.txt").first.click()
-    evidence = page.locator("#evidence")
-    expect(evidence.locator("p.muted").first).to_contain_text(f"{latin_notes / 'carnet.txt'}:")
-    expect(evidence.locator("p.muted").first).to_contain_text("decoded as Windows-1252")
-    expect(evidence.locator("pre")).to_contain_text("La crème brûlée du réveillon")
-    screenshot(page, "windows-1252-evidence-desktop")
