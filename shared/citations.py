@@ -1,5 +1,6 @@
 """A citation as people and tools read it: ``path:line`` (what editors and terminals open), or the page
-of a PDF; and an answer with its sources listed under it, as plain Markdown for any chat client.
+of a PDF, and an exported Perplexity thread's perplexity.ai link after it; and an answer with its
+sources listed under it, as plain Markdown for any chat client.
 
 The labels say what was checked and nothing more: a citation's quote is "found in file" (its
 ``verified``), which says nothing of whether it answers; how well the passages answer is the
@@ -18,6 +19,13 @@ def citation_place(c: Citation) -> str:
     return c.source_uri + (f"#page={c.page}" if c.page else "")
 
 
+def place_and_link(c: Citation) -> str:
+    """:func:`citation_place`, then the thread's perplexity.ai address when the source is an
+    exported Perplexity thread: ``/threads/rye.md:17 https://www.perplexity.ai/search/rye-abc``."""
+    place = citation_place(c)
+    return f"{place} {c.source_url}" if c.source_url else place
+
+
 def quote_label(c: Citation) -> str:
     """What ``verified`` checked: ``quote found in file`` or ``quote not found in file``."""
     return "quote found in file" if c.verified else "quote not found in file"
@@ -34,9 +42,10 @@ def rank_label(c: Citation) -> str:
 
 
 def source_line(c: Citation) -> str:
-    """``[1] Sourdough — /notes/sourdough.md:3 (quote found in file; passage #1, cross-encoder 4.12)``."""
+    """``[1] Sourdough — /notes/sourdough.md:3 (quote found in file; passage #1, cross-encoder 4.12)``,
+    a thread's link after its place (:func:`place_and_link`)."""
     labels = "; ".join(label for label in (quote_label(c), rank_label(c)) if label)
-    return f"[{c.number}] {c.title} — {citation_place(c)} ({labels})"
+    return f"[{c.number}] {c.title} — {place_and_link(c)} ({labels})"
 
 
 def relevance_label(answer: Answer) -> str:

@@ -13,7 +13,17 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from shared.thread_address import checked_perplexity_address
 
 
 def refuse_bool_and_text(value: object) -> object:
@@ -24,6 +34,8 @@ def refuse_bool_and_text(value: object) -> object:
 
 
 JsonInt = Annotated[int, BeforeValidator(refuse_bool_and_text)]
+# An exported thread's perplexity.ai address; any other site's is refused (``shared.thread_address``).
+ThreadAddress = Annotated[str | None, AfterValidator(checked_perplexity_address)]
 
 
 class Contract(BaseModel):
@@ -68,6 +80,8 @@ class Chunk(Contract):
     stitched back together exactly and a citation can point at the very characters it rests on.
     ``body_start`` is where that text starts in the file's own decoded text (``shared.source_text``):
     the length of a Markdown file's front matter, set by the indexer, 0 for every other file.
+    ``source_url`` is an exported Perplexity thread's perplexity.ai address (its front matter's
+    ``url``), ``None`` for every other file and for rows stored before the field existed.
     Document fields needed for filtering and citing are copied in, so no stage re-reads the store.
     """
 
@@ -85,6 +99,7 @@ class Chunk(Contract):
     space: str | None = None
     document_date: datetime | None = None
     body_start: int = Field(default=0, ge=0)
+    source_url: ThreadAddress = None
 
     @field_validator("body_start", mode="before")
     @classmethod
@@ -206,7 +221,8 @@ class Citation(Contract):
     that the quote answers the question: ``rank`` (1 = first among the passages synthesis read) and
     ``rerank_score`` (the cross-encoder's logit, ``None`` when no model scored it) say how relevant the
     passage was judged. For PDF and HTML, whose indexed text is extracted rather than the file's
-    characters, they index the extracted text and ``line``/``column`` are ``None``.
+    characters, they index the extracted text and ``line``/``column`` are ``None``. ``source_url`` is
+    the chunk's: the perplexity.ai address of the thread the quote is from.
     """
 
     number: int = Field(ge=1)
@@ -221,6 +237,7 @@ class Citation(Contract):
     column: int | None = Field(default=None, ge=1)
     quote: str
     verified: bool = False
+    source_url: ThreadAddress = Field(default=None, description="the Perplexity thread's address, if any")
     rank: int | None = Field(default=None, ge=1, description="the passage's rank after reranking")
     rerank_score: float | None = Field(default=None, description="the cross-encoder's logit, if scored")
 

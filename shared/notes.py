@@ -44,12 +44,10 @@ def note_markdown(asked: str, answer: Answer, folder: Path) -> str:
     if answer.citations:
         sources = []
         for c in answer.citations:
-            mark = quote_label(c)
             quote = " ".join(c.quote.split())
-            sources.append(
-                f"{c.number}. [{c.title} — {citation_place(c)}]({citation_link(c, folder)}) ({mark})\n"
-                f"   > {quote}"
-            )
+            place = f"[{c.title} — {citation_place(c)}]({citation_link(c, folder)})"
+            thread = f" <{c.source_url}>" if c.source_url else ""  # a Perplexity thread's own page
+            sources.append(f"{c.number}. {place} ({quote_label(c)}){thread}\n   > {quote}")
         parts.append("## Sources\n\n" + "\n".join(sources))
         parts.append("\n".join(f"[{c.number}]: <{citation_link(c, folder)}>" for c in answer.citations))
     return "\n\n".join(parts) + "\n"

@@ -149,7 +149,7 @@ def labelled(answer: Answer) -> dict[str, object]:
 
 def citation_line(c: Citation) -> str:
     """``[n] title — path:line (quote found in file; passage #1, cross-encoder 4.12)``: the place editors
-    and terminals open (the page for a PDF), a quote not found in red."""
+    and terminals open (the page for a PDF), then a Perplexity thread's link, a quote not found in red."""
     line = shown(source_line(c))
     return line if c.verified else line.replace(quote_label(c), f"[red]{quote_label(c)}[/red]", 1)
 

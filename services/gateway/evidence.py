@@ -24,7 +24,7 @@ from shared.contracts import Citation, SearchResponse, SourceKind
 from shared.extracted_text import html_text, joined_pages, page_at, page_ranges, read_pdf
 from shared.safe_files import RefusedFileError, read_regular_file
 from shared.settings import get_settings
-from shared.source_text import FILE_TEXT_KINDS, decode_source, kind_of, read_file_text
+from shared.source_text import FILE_TEXT_KINDS, DecodedText, decode_source, kind_of, read_file_text
 
 CONTEXT_CHARS = 400
 EXTRACTED_KINDS = frozenset({SourceKind.PDF, SourceKind.HTML})
@@ -33,11 +33,13 @@ EXTRACTED_KINDS = frozenset({SourceKind.PDF, SourceKind.HTML})
 @dataclass(frozen=True)
 class SourceText:
     """The text a citation counts in: the file's own (``extracted`` false) or the indexer's
-    extraction of a PDF (with where each page starts) or an HTML file."""
+    extraction of a PDF (with where each page starts) or an HTML file; ``encoding`` is what a text
+    file's or an HTML file's bytes were decoded from (``None`` for a PDF)."""
 
     text: str
     extracted: bool = False
     page_starts: list[int] = field(default_factory=list)
+    encoding: str | None = None
 
 
 def readable_source(uri: str, roots: list[Path], kinds: frozenset[SourceKind]) -> Path | None:
@@ -71,10 +73,12 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
         line=citation.line,
         rank=citation.rank,
         rerank_score=citation.rerank_score,
+        thread_url=citation.source_url,
     )
     source = source_text(citation.source_uri, roots)
     if source is None:
         return found
+    found.encoding = source.encoding
     start = nearest_occurrence(source.text, citation.quote, citation.char_start) if citation.quote else None
     if start is not None:
         with_passage(found, source, start)
@@ -100,8 +104,8 @@ def with_passage(found: Evidence, source: SourceText, start: int) -> None:
 def source_text(uri: str, roots: list[Path]) -> SourceText | None:
     """The text a citation of ``uri`` counts in, through the safe open; ``None`` when it cannot be
     read (refused, gone, a damaged PDF)."""
-    if (text := file_text(uri, roots)) is not None:
-        return SourceText(text)
+    if (decoded := file_text(uri, roots)) is not None:
+        return SourceText(decoded.text, encoding=decoded.encoding)
     path = readable_source(uri, roots, EXTRACTED_KINDS)
     if path is None:
         return None
@@ -109,7 +113,8 @@ def source_text(uri: str, roots: list[Path]) -> SourceText | None:
         raw = read_regular_file(path, get_settings().max_file_bytes, roots)
         if kind_of(path) is SourceKind.PDF:
             return extracted_pdf(raw)
-        return SourceText(html_text(decode_source(raw).text), extracted=True)
+        decoded = decode_source(raw)
+        return SourceText(html_text(decoded.text), extracted=True, encoding=decoded.encoding)
     except Exception:  # refused, gone, or the PDF reader stopped (too slow, out of memory)
         return None
 
@@ -138,14 +143,14 @@ def extracted_pdf(raw: bytes) -> SourceText | None:
     return SourceText(text, extracted=True, page_starts=starts)
 
 
-def file_text(uri: str, roots: list[Path]) -> str | None:
-    """A Markdown or text source's text as the indexer decoded it (``shared.source_text``);
-    ``None`` when it cannot be read."""
+def file_text(uri: str, roots: list[Path]) -> DecodedText | None:
+    """A Markdown or text source's text as the indexer decoded it, with its encoding
+    (``shared.source_text``); ``None`` when it cannot be read."""
     path = readable_source(uri, roots, FILE_TEXT_KINDS)
     if path is None:
         return None
     try:
-        return read_file_text(path, get_settings().max_file_bytes, roots).text
+        return read_file_text(path, get_settings().max_file_bytes, roots)
     except (OSError, ValueError):  # gone, unreadable, refused by the safe open
         return None
 
@@ -154,13 +159,13 @@ def with_lines(response: SearchResponse, roots: list[Path]) -> SearchResponse:
     """Each passage of a Markdown or text file with the line of the file it starts on (its offsets
     count from the chunk's ``body_start``, the end of a Markdown file's front matter); others keep
     ``None``."""
-    texts: dict[str, str | None] = {}
+    texts: dict[str, DecodedText | None] = {}
     for candidate in response.candidates:
         uri = candidate.chunk.source_uri
         if uri not in texts:
             texts[uri] = file_text(uri, roots)
-        text = texts[uri]
-        if text is None:
+        decoded = texts[uri]
+        if decoded is None:
             continue
-        candidate.line = text.count("\n", 0, candidate.chunk.body_start + candidate.text_start) + 1
+        candidate.line = decoded.text.count("\n", 0, candidate.chunk.body_start + candidate.text_start) + 1
     return response

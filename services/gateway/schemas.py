@@ -160,8 +160,9 @@ class Health(BaseModel):
 
 class Evidence(BaseModel):
     """A cited quote with the source text around it (``before`` + ``quote`` + ``after``; a PDF's whole
-    page, with ``page``); for a thread
-    exported from Perplexity, its perplexity.ai address and the question of the turn quoted."""
+    page, with ``page``) and, for a text, Markdown or HTML file, the encoding its bytes were decoded
+    from; for a thread exported from Perplexity, its perplexity.ai address and the question of the
+    turn quoted."""
 
     number: int
     title: str
@@ -179,6 +180,9 @@ class Evidence(BaseModel):
     rerank_score: float | None = None
     thread_url: str | None = None
     turn_question: str | None = None
+    encoding: str | None = Field(
+        default=None, description="what the file's bytes were decoded from: utf-8 or windows-1252"
+    )
 
 
 class ConversationTurn(QuestionSummary):

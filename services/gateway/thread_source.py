@@ -5,46 +5,29 @@ front matter) and the turn's question (the ``##`` heading the quote sits under).
 
 from __future__ import annotations
 
-import httpx
 import yaml
 
 from services.gateway.schemas import Evidence
 from shared.contracts import Citation
 from shared.markdown_source import fenced_ranges, split_front_matter
+from shared.thread_address import perplexity_address
 
 TURN_HEADING = "## "
-PERPLEXITY_HOST = "perplexity.ai"
 
 
 def with_source_context(evidence: Evidence, citation: Citation, text: str) -> Evidence:
     """``evidence`` of a Markdown file whose text is ``text``, without front matter in its context,
-    plus the thread's address and the turn's question when the file has them."""
+    plus the turn's question, and the thread's address from the front matter when the citation
+    (``Citation.source_url``) did not carry it."""
     header, body_start = split_front_matter(text)
     if evidence.located:
         window_start = text.find(evidence.before + evidence.quote)
         if 0 <= window_start < body_start:
             evidence.before = evidence.before[body_start - window_start :]
-    fields = front_matter_fields(header)
-    evidence.thread_url = perplexity_address(fields.get("url"))
+    if evidence.thread_url is None:  # an answer stored before citations carried the thread's address
+        evidence.thread_url = perplexity_address(front_matter_fields(header).get("url"))
     evidence.turn_question = turn_question(text, citation.char_start, body_start)
     return evidence
-
-
-def perplexity_address(url: object) -> str | None:
-    """``url`` if it is a perplexity.ai page (https, the host perplexity.ai or one of its subdomains,
-    no credentials, no other port); a file's front matter is data and must not make the page link
-    the user to another site under a thread's name."""
-    if not isinstance(url, str):
-        return None
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError):
-        return None
-    host = parsed.host
-    trusted = host == PERPLEXITY_HOST or host.endswith("." + PERPLEXITY_HOST)
-    if parsed.scheme != "https" or not trusted or parsed.userinfo or parsed.port not in (None, 443):
-        return None
-    return str(parsed)
 
 
 def front_matter_fields(header: str | None) -> dict[str, object]:

@@ -41,6 +41,7 @@ from shared.index_jobs import PathOutsideRootsError, allowed_roots, confine_to_r
 from shared.interfaces import Embedder, TokenSpans, VectorStore
 from shared.safe_files import RefusedFileError
 from shared.settings import Settings
+from shared.thread_address import perplexity_address
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +207,7 @@ def build_chunks(
         page_ranges=loaded.page_ranges(),
     )
     date = document_date(loaded.metadata)
+    source_url = perplexity_address(loaded.metadata.get("url"))
     return [
         Chunk(
             id=f"{document.id}:{ordinal}",
@@ -222,6 +224,7 @@ def build_chunks(
             space=loaded.metadata.get("space"),
             document_date=date,
             body_start=loaded.body_start,
+            source_url=source_url,
         )
         for ordinal, span in enumerate(spans)
     ]

@@ -34,6 +34,7 @@ def cite(number: int, fact: Fact, candidate: Candidate, rank: int | None = None)
         char_end=fact.quote_start + len(fact.quote),
         quote=fact.quote,
         verified=quote_found(candidate, fact.quote, fact.quote_start),
+        source_url=chunk.source_url,
         rank=rank,
         rerank_score=candidate.rerank_score,
     )

@@ -79,6 +79,7 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("space", pa.string()),
             pa.field("document_date", pa.timestamp("us", tz="UTC")),
             pa.field("body_start", pa.int64()),
+            pa.field("source_url", pa.string()),
             pa.field(SEARCH_COLUMN, pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dimension)),
         ]
@@ -197,7 +198,8 @@ class LanceDBStore:
         with self._write_lock():
             self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
             self._documents = self._open_or_create(DOCUMENTS, documents_schema(dimension))
-            self._add_body_start()
+            self._add_chunk_column("body_start", "BIGINT")
+            self._add_chunk_column("source_url", "STRING")
             try:
                 self._add_centroids()
             except (OSError, RuntimeError):  # a full disk or a read-only mount: the next write tries again
@@ -215,12 +217,14 @@ class LanceDBStore:
             return self._db.open_table(name)
         return self._db.create_table(name, schema=schema)
 
-    def _add_body_start(self) -> None:
-        """A library indexed before chunks stored ``body_start`` gets the column (its rows read as 0)
-        and its Markdown documents marked pending, so the next scan indexes them again with it."""
-        if "body_start" in self._chunks.schema.names:
+    def _add_chunk_column(self, name: str, sql_type: str) -> None:
+        """A library indexed before chunks stored ``name`` (``body_start``, ``source_url``: fields
+        the indexer takes from a Markdown file's front matter) gets the column, its rows null (read as
+        the field's default), and its Markdown documents marked pending, so the next scan indexes them
+        again with it."""
+        if name in self._chunks.schema.names:
             return
-        self._chunks.add_columns({"body_start": "CAST(NULL AS BIGINT)"})
+        self._chunks.add_columns({name: f"CAST(NULL AS {sql_type})"})
         self._documents.update(
             where=f"kind = {sql_string(SourceKind.MARKDOWN.value)}", values={"content_hash": ""}
         )

@@ -128,6 +128,7 @@ def chunk_collection_config(name: str) -> dict[str, Any]:
             _keyword("space"),
             Property(name="document_date", data_type=DataType.DATE),
             Property(name="body_start", data_type=DataType.INT),
+            _keyword("source_url"),
         ],
     }
 

@@ -1,7 +1,8 @@
 """``hindsight ask`` with its output piped, as under ``| tee`` or in a script, says on stderr what a
 question waits for while no worker takes it (a terminal shows it on the spinner instead); stdout
-stays for the answer. A real gateway process with no worker behind it, its own so that its queued
-questions crowd no other test's."""
+stays for the answer. The question's stream says it as it opens: the ``waiting`` event is its first
+line, before any keep-alive. A real gateway process with no worker behind it, its own so that its
+queued questions crowd no other test's."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from shared.api_keys import KeyFile
+from shared.contracts import Event
 from testing.processes import free_port
 from tests.conftest import REPO
 from tests.gateway.conftest import Gateway, hindsight_env, running_gateway
@@ -50,3 +53,29 @@ def test_a_piped_ask_says_on_stderr_what_its_question_waits_for(workerless_gatew
     assert line.startswith(f"waiting for a worker: {NO_WORKER}"), line
     assert "(Ctrl-C cancels)" in line
     assert "waiting" not in stdout  # stdout is kept for the answer
+
+
+def first_lines(client: httpx.Client, path: str, count: int) -> list[str]:
+    """The stream's first ``count`` non-blank lines, comments (keep-alives, pings) included."""
+    lines: list[str] = []
+    with client.stream("GET", path, timeout=httpx.Timeout(10, read=60)) as response:
+        for line in response.iter_lines():
+            if line.strip():
+                lines.append(line)
+            if len(lines) == count:
+                break
+    return lines
+
+
+def test_the_waiting_event_is_the_first_line_of_a_pending_questions_stream_when_no_worker_runs(
+    workerless_gateway: Gateway,
+) -> None:
+    key = KeyFile(workerless_gateway.data_dir / "api_keys.json").create("waiting-at-once")[1]
+    client = workerless_gateway.client(key)
+    accepted = client.post("/v1/questions", json={"question": "what did I learn about reranking?"}).json()
+
+    event_line, data_line = first_lines(client, accepted["events_url"], 2)
+
+    assert event_line == "event: waiting", "the first line is the waiting event, before any keep-alive"
+    waiting = Event.model_validate_json(data_line.removeprefix("data:").strip())
+    assert waiting.status == "progress" and f"waiting for a worker: {NO_WORKER}" in waiting.detail

@@ -1,5 +1,6 @@
 """``hindsight repl`` driven through a real pseudo-terminal: start the stack, index, ask, reset, stop;
-while the stack is up, ``ask --json`` and ``search --json`` as a script would call them.
+while the stack is up, ``ask --json`` and ``search --json`` as a script would call them (a Perplexity
+thread's citation carrying its perplexity.ai link, in JSON and after ``path:line`` in the terminal).
 
 The stack is the real local one (Redis, Celery workers, gateway as processes) on its own ports.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -101,6 +103,13 @@ def _scripts_get_json(env: dict[str, str], samples: Path) -> None:
         run_hindsight(env, "ask", "--json", "What is my sourdough starter called?", timeout_s=120)
     )
     assert "Clint" in answer["markdown"] and answer["citations"]
+    thread = samples / "research" / "Cross-encoder reranking (cross-encoder-reranking-XyZ).md"
+    address = "https://www.perplexity.ai/search/cross-encoder-reranking-XyZ"
+    question = "Why rerank retrieved passages with a cross-encoder?"
+    reranking = json.loads(run_hindsight(env, "ask", "--json", question, timeout_s=120))
+    assert {(c["source_uri"], c["source_url"]) for c in reranking["citations"]} >= {(str(thread), address)}
+    printed = " ".join(run_hindsight(env, "ask", question, timeout_s=120).split())
+    assert re.search(re.escape(f"{thread}:") + r"\d+ " + re.escape(address), printed), printed
     found = json.loads(run_hindsight(env, "search", "--json", "--mode", "exact", "rye flour", timeout_s=120))
     assert found["candidates"][0]["chunk"]["source_uri"] == str(samples / "notes" / "sourdough.md")
     status = " ".join(run_hindsight(env, "status", timeout_s=120).split())

@@ -88,3 +88,18 @@ def test_a_pdf_swapped_for_a_link_or_a_text_source_is_never_served_as_a_file(tmp
     note = library / "notes.md"
     note.write_text("asn1_strerror returns a string\n")
     assert cited_pdf_bytes(cite(note, "asn1_strerror returns a string"), [library]) is None
+
+
+def test_a_windows_1252_text_files_evidence_says_how_it_was_decoded_and_a_utf8_files_says_utf8(
+    tmp_path: Path,
+) -> None:
+    quote = "La crème brûlée coûte 3 € chez Noël."
+    latin = tmp_path / "menu.txt"
+    latin.write_bytes(f"Carte\n{quote}\n".encode("cp1252"))
+    unicode = tmp_path / "menu-utf8.txt"
+    unicode.write_text(f"Carte\n{quote}\n", encoding="utf-8")
+
+    evidence = evidence_for(cite(latin, quote), [tmp_path])
+    assert evidence.located and evidence.quote == quote and evidence.line == 2
+    assert evidence.encoding == "windows-1252"
+    assert evidence_for(cite(unicode, quote), [tmp_path]).encoding == "utf-8"

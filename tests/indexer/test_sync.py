@@ -194,6 +194,42 @@ def test_a_library_indexed_before_body_offsets_were_stored_opens_and_indexes_its
     assert chunk.body_start == len("---\ntitle: Kefir\n---\n")
 
 
+THREAD_URL = "https://www.perplexity.ai/search/kefir-grains-abc123"
+
+
+def test_a_threads_perplexity_address_reaches_its_chunks_and_another_sites_address_does_not(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    (docs / "thread.md").write_text(f"---\ntitle: Kefir\nurl: {THREAD_URL}\n---\n# Kefir\n\nFed on Monday.\n")
+    planted = "---\ntitle: Rye\nurl: https://www.perplexity.ai.evil.example/s\n---\n# Rye\n\nProofed.\n"
+    (docs / "planted.md").write_text(planted)
+    sync(docs, store, embedder, settings)
+
+    (thread,) = store.document_chunks(document_id_for(str(docs / "thread.md")), [0])
+    (other,) = store.document_chunks(document_id_for(str(docs / "planted.md")), [0])
+    assert thread.source_url == THREAD_URL
+    assert other.source_url is None, "a front matter url on another site is not a thread's address"
+
+
+def test_a_library_indexed_before_thread_addresses_were_stored_reads_none_and_indexes_markdown_again(
+    docs: Path, settings: Settings, embedder: OnnxEmbedder
+) -> None:
+    thread = docs / "thread.md"
+    thread.write_text(f"---\ntitle: Kefir\nurl: {THREAD_URL}\n---\n# Kefir\n\nFed on Monday.\n")
+    (docs / "plain.txt").write_text("Plain text has no front matter.\n")
+    sync(docs, LanceDBStore(settings.store_dir, embedder.dimension), embedder, settings)
+    lancedb.connect(str(settings.store_dir)).open_table(CHUNKS).drop_columns(["source_url"])  # as before
+
+    store = LanceDBStore(settings.store_dir, embedder.dimension)
+    (chunk,) = store.document_chunks(document_id_for(str(thread)), [0])
+    assert chunk.source_url is None, "an old row reads, without an address"
+    report = sync(docs, store, embedder, settings)
+
+    assert (report.changed, report.unchanged) == (1, 1), "its Markdown is indexed again, nothing else"
+    (chunk,) = store.document_chunks(document_id_for(str(thread)), [0])
+    assert chunk.source_url == THREAD_URL
+
+
 def test_a_file_that_turns_bad_loses_its_old_chunks(
     docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
 ) -> None:

@@ -4,7 +4,10 @@ well the passages answer (the cross-encoder's score, else the search rank); neve
 
 from __future__ import annotations
 
-from shared.citations import checks_label, relevance_label, source_line
+import pytest
+from pydantic import ValidationError
+
+from shared.citations import answer_with_sources, checks_label, relevance_label, source_line
 from shared.contracts import Answer, Citation, Relevance, Verdict
 
 # The wrong answer the issue reports: a true quote about innodb_log_file_size for a question about
@@ -66,3 +69,18 @@ def test_an_llm_answer_says_how_many_written_sentences_matched_their_quotes_and_
     assert checks_label(answer).endswith(
         "; 1/2 written sentences matched their quotes (an LLM and word overlap)"
     )
+
+
+def test_a_threads_citation_shows_its_place_then_its_perplexity_link_in_every_text_form() -> None:
+    address = "https://www.perplexity.ai/search/innodb-abc"
+    answer = wrong_answer(None)
+    answer.citations[0] = answer.citations[0].model_copy(update={"source_url": address})
+    line = source_line(answer.citations[0])
+    assert line.startswith(f"[1] MySQL manual — /docs/mysql.txt:12 {address} (quote found in file")
+    assert f"- {line}" in answer_with_sources(answer)
+
+
+def test_a_citation_refuses_an_address_on_another_site() -> None:
+    citation = wrong_answer(None).citations[0]
+    with pytest.raises(ValidationError, match=r"perplexity\.ai"):
+        Citation.model_validate({**citation.model_dump(), "source_url": "https://evil.example/search/x"})

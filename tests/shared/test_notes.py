@@ -42,6 +42,14 @@ def test_a_note_links_its_markers_and_sources_to_the_cited_lines_relative_to_its
     assert text.endswith(f"\n[1]: <{link}>\n")
 
 
+def test_a_notes_source_from_a_perplexity_thread_carries_the_threads_link(tmp_path: Path) -> None:
+    address = "https://www.perplexity.ai/search/sourdough-abc"
+    answer = answer_citing(tmp_path / "Sourdough (abc).md")
+    answer.citations[0] = answer.citations[0].model_copy(update={"source_url": address})
+    text = save_note(tmp_path, ASKED, answer).read_text()
+    assert f"(quote found in file) <{address}>\n   > It lives" in text
+
+
 def test_saving_again_writes_a_new_note_and_never_through_a_link(tmp_path: Path) -> None:
     folder = tmp_path / "answers"
     folder.mkdir()

@@ -87,3 +87,20 @@ def test_a_cited_file_swapped_for_a_link_is_read_by_neither_the_synthesizer_nor_
 
     evidence = evidence_for(citation, [tmp_path])
     assert not evidence.located and "PRIVATE" not in evidence.before + evidence.after
+
+
+def test_a_citation_carries_its_chunks_thread_address_and_the_evidence_view_shows_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "rye.md"
+    path.write_text("# Rye\n\n" + QUOTE + "\n")  # no front matter: the address comes from the chunk
+    address = "https://www.perplexity.ai/search/rye-abc"
+    chunk = chunks_of(path, "Rye")[0].model_copy(update={"source_url": address})
+    fact = Fact(
+        text=QUOTE, chunk_id=chunk.id, quote=QUOTE, quote_start=chunk.text.index(QUOTE), source_title="Rye"
+    )
+
+    citation = cite(1, fact, Candidate(chunk=chunk))
+
+    assert citation.source_url == address and citation.verified
+    assert evidence_for(citation, [tmp_path]).thread_url == address

@@ -1,7 +1,8 @@
 """The web page in real Chromium at 1280 and 390 px against the real local stack: the answer first,
 its sources and stage summary, history and permalinks, copy, search with filters, the library, dark
 mode, a clickable ``[n]`` on a phone, a question with no worker to take it, a wrong key, a follow-up
-in a conversation's thread, an answer saved as a note, and a how-to answer's command as a code block."""
+in a conversation's thread, an answer saved as a note, a how-to answer's command as a code block, a
+thread's link in the copied Markdown, and a Windows-1252 note's evidence saying how it was decoded."""
 
 from __future__ import annotations
 
@@ -128,6 +129,20 @@ def test_copy_puts_the_answer_and_its_sources_on_the_clipboard_as_markdown(
     copied = page.evaluate("navigator.clipboard.readText()")
     assert copied.startswith(f"## {QUESTION}") and "### Sources" in copied
     assert re.search(r"^\[1\] .+ — /.+sourdough\.md", copied, re.MULTILINE), copied
+
+
+def test_copy_of_an_answer_citing_a_thread_carries_the_threads_perplexity_link_after_its_file(
+    browser: Browser, stack: Stack
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    ask(page, "How long can sourdough proof in the fridge?")
+    page.click("#copy")
+    expect(page.locator("#copy-status")).to_have_text("copied")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    thread = r"\(7f1c\)\.md:\d+ https://www\.perplexity\.ai/search/proofing-sourdough-in-the-fridge-7f1c$"
+    assert re.search(r"^\[\d+\] Proofing sourdough in the fridge — /.+" + thread, copied, re.MULTILINE), (
+        copied
+    )
 
 
 @pytest.mark.parametrize("width_name", list(WIDTHS))
@@ -416,3 +431,26 @@ def test_past_questions_are_searched_and_a_deleted_conversation_is_gone_with_its
         assert http.get(f"/v1/conversations/{kept}").status_code == 200
         assert http.delete(f"/v1/conversations/{erased}").status_code == 404
         assert [q["id"] for q in http.get("/v1/questions", params={"q": "fridge be"}).json()] == [kept]
+
+
+def test_a_windows_1252_notes_evidence_shows_its_accents_and_says_it_was_decoded_as_windows_1252(
+    browser: Browser, stack: Stack
+) -> None:
+    folder = stack.library / "latin"  # a French kitchen note saved as older Windows editors save Latin-1
+    folder.mkdir()
+    (folder / "carnet.txt").write_bytes(
+        "Carnet de cuisine de Noël\n\n"
+        "La crème brûlée du réveillon cuit au bain-marie à 150 °C pendant 45 minutes.\n"
+        "On la caramélise au chalumeau juste avant de servir, avec de la cassonade.\n".encode("cp1252")
+    )
+    run_hindsight(stack.env, "index", str(folder))
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+
+    ask(page, "How long does the crème brûlée cook in the bain-marie?")
+    page.locator("#sources li.cited", has_text="carnet.txt").first.click()
+
+    place = page.locator("#evidence p.muted").first
+    expect(place).to_contain_text(f"{folder / 'carnet.txt'}:")
+    expect(place).to_contain_text("decoded as Windows-1252")
+    expect(page.locator("#evidence pre")).to_contain_text("La crème brûlée du réveillon")
+    screenshot(page, "windows-1252-evidence-desktop")

@@ -2,8 +2,8 @@
 and list the caller's recent questions.
 
 A question is refused with 503 while one of its stages has no live worker (the reply names the stage
-and how to start it), and a stream that goes quiet while a stage's worker has gone says so with a
-``waiting`` event instead of keeping the reader waiting in silence.
+and how to start it), and a pending question's stream opened, or gone quiet, while a stage's worker
+is gone says so with a ``waiting`` event instead of keeping the reader waiting in silence.
 """
 
 from __future__ import annotations
@@ -136,6 +136,7 @@ async def question_events(
     await refuse_cancelled(client, question_id)
     await require_known_stream(client, "q", question_id)
     idle_limit_s = settings.stream_idle_s or settings.question_stall_s + settings.question_time_limit_s
+    pending = (await question_state(client, question_id)).status == "pending"
     return event_stream(
         request,
         client,
@@ -143,26 +144,35 @@ async def question_events(
         TERMINAL_STAGE,
         after,
         idle_limit_s,
-        annotate=lambda events: saying_when_waiting(question_id, events),
+        annotate=lambda events: saying_when_waiting(question_id, events, check_at_once=pending),
         record_key=stream_kind_key(question_id),
     )
 
 
 async def saying_when_waiting(
-    question_id: str, events: AsyncIterator[dict[str, str]]
+    question_id: str, events: AsyncIterator[dict[str, str]], check_at_once: bool
 ) -> AsyncIterator[dict[str, str]]:
-    """The stream's events; a quiet spell while a stage has no live worker becomes a ``waiting`` event."""
+    """The stream's events, a ``waiting`` event first when ``check_at_once`` (a pending question)
+    and a stage has no live worker as the stream opens, and any quiet spell (a keep-alive) while
+    one has none a ``waiting`` event too: the reader learns what it waits for at once, not after
+    the first keep-alive."""
+    if check_at_once and (waiting := await waiting_event(question_id)) is not None:
+        yield waiting
     async for sent in events:
         if "comment" not in sent:
             yield sent
             continue
-        missing = await census.without_worker(QUESTION_QUEUES)
-        if not missing:
-            yield sent
-            continue
-        detail = f"waiting for a worker: {no_worker_reason(missing)}"
-        waiting = Event(stream_id=question_id, stage=WAITING_STAGE, status="progress", detail=detail)
-        yield {"event": WAITING_STAGE, "data": waiting.model_dump_json()}
+        yield await waiting_event(question_id) or sent
+
+
+async def waiting_event(question_id: str) -> dict[str, str] | None:
+    """The ``waiting`` event naming the stages no live worker serves now; ``None`` while all are."""
+    missing = await census.without_worker(QUESTION_QUEUES)
+    if not missing:
+        return None
+    detail = f"waiting for a worker: {no_worker_reason(missing)}"
+    waiting = Event(stream_id=question_id, stage=WAITING_STAGE, status="progress", detail=detail)
+    return {"event": WAITING_STAGE, "data": waiting.model_dump_json()}
 
 
 async def stored_citation(client: RedisDep, question_id: str, number: int) -> Citation:

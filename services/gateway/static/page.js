@@ -306,6 +306,13 @@ function quoteLabel(citation) {
   return citation.verified ? "quote found in file" : "quote not found in file";
 }
 
+// A file not in UTF-8 says how its bytes were read (the indexer reads Latin-1 as Windows-1252).
+const ENCODING_NAMES = { "windows-1252": "Windows-1252" };
+function encodingLabel(evidence) {
+  if (!evidence.encoding || evidence.encoding === "utf-8") return "";
+  return `decoded as ${ENCODING_NAMES[evidence.encoding] || evidence.encoding}`;
+}
+
 function rankLabel(citation) {
   if (!citation.rank) return "";
   if (citation.rerank_score === null || citation.rerank_score === undefined) return `passage #${citation.rank} by search rank`;
@@ -390,7 +397,7 @@ function renderSources(answer) {
 }
 
 function answerMarkdown(answer) {
-  const sources = answer.citations.map((c) => `[${c.number}] ${c.title} — ${c.source_uri}${c.line ? `:${c.line}` : c.page ? `#page=${c.page}` : ""}\n    > ${c.quote.replace(/\s+/g, " ")}`);
+  const sources = answer.citations.map((c) => `[${c.number}] ${c.title} — ${c.source_uri}${c.line ? `:${c.line}` : c.page ? `#page=${c.page}` : ""}${c.source_url ? ` ${c.source_url}` : ""}\n    > ${c.quote.replace(/\s+/g, " ")}`);
   return `## ${answer.question}\n\n${answer.markdown}\n\n### Sources\n\n${sources.join("\n")}\n`;
 }
 
@@ -540,7 +547,7 @@ async function showEvidence(questionId, number) {
     else heading.append(title);
     const parts = [heading];
     if (evidence.turn_question) parts.push(element("p", { class: "turn" }, `Asked: ${evidence.turn_question}`));
-    const labels = [quoteLabel(evidence), rankLabel(evidence)].filter(Boolean).join("; ");
+    const labels = [quoteLabel(evidence), rankLabel(evidence), encodingLabel(evidence)].filter(Boolean).join("; ");
     // The file and line are where the quote is; a thread's web address has no lines (its link is the title).
     parts.push(element("p", { class: "muted" }, `${evidence.source_uri}${where} — ${labels}` +
       (evidence.located ? "" : " — source text unavailable, showing the quote")));
