@@ -18,6 +18,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from shared.embedding import OnnxEmbedder
+from shared.stores.lancedb_store import LanceDBStore
 from testing.processes import free_port
 from tests.conftest import REPO, models_dir, run_hindsight
 
@@ -85,7 +87,8 @@ def test_repl_menu_runs_the_whole_local_workflow(tmp_path: Path) -> None:
         repl.expect(r"delete the index\?")
         repl.sendline("y")
         repl.expect("deleted the index")
-        assert not (data_dir / "store").exists()
+        emptied = LanceDBStore(data_dir / "store", OnnxEmbedder.dimension)  # reset empties it in place
+        assert emptied.count_chunks() == 0 and emptied.manifest() == {}
         repl.expect("choose")
 
         repl.sendline("q")
