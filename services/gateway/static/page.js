@@ -851,6 +851,11 @@ async function indexFolder(root, watch) {
         progress.max = Math.max(1, job.total);
         progress.value = job.done;
         status.textContent = `${job.done}/${job.total} documents — ${event.detail}`;
+      } else if (event.stage === STAGE.PROGRESS && event.data && event.data.current_chunks) {
+        status.textContent = `${event.data.done}/${event.data.total} documents — ${event.detail}`;
+      } else if (event.stage === STAGE.INDEX && event.data && event.data.cancelled) {
+        // Cancelled elsewhere (Ctrl-C on `hindsight index`): what was indexed stays, nothing failed.
+        status.textContent = `${event.detail}; index the folder again to finish`;
       } else if (event.stage === STAGE.INDEX && event.status === "failed") {
         const reasons = ((event.data && event.data.failures) || []).map((f) => f.reason).join("; ");
         throw new Error(`indexing failed: ${reasons || event.detail}`);
