@@ -200,7 +200,8 @@ def cancel_job(client: GatewayClient, job_id: str) -> None:
             render_report(report)
     else:
         console.print(
-            f"cancelled: {progress.done} of {progress.total} files indexed; run the same command to finish",
+            f"cancelled: {progress.done} of {progress.total} files indexed, and the files being embedded "
+            "now finish; run the same command to finish the rest",
             highlight=False,
         )
 

@@ -132,7 +132,10 @@ def test_ctrl_c_cancels_the_job_keeps_what_was_indexed_exits_130_and_the_next_ru
     rest, _ = running.communicate(timeout=60)
     output = "".join(seen) + rest
     assert running.returncode == 130, output
-    cancelled = rf"^cancelled: (\d+) of {total} files indexed; run the same command to finish$"
+    cancelled = (
+        rf"^cancelled: (\d+) of {total} files indexed, and the files being embedded now finish; "
+        "run the same command to finish the rest$"
+    )
     said = re.search(cancelled, rest, re.M)
     assert said is not None and int(said.group(1)) < total, output
 
