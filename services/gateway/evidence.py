@@ -119,14 +119,20 @@ def source_text(uri: str, roots: list[Path]) -> SourceText | None:
         return None
 
 
-def cited_pdf_bytes(citation: Citation, roots: list[Path]) -> bytes | None:
-    """The cited PDF's bytes through the safe open; ``None`` for a source that is not a PDF or
-    cannot be read now (refused, gone, over the size cap)."""
-    path = readable_source(citation.source_uri, roots, frozenset({SourceKind.PDF}))
-    if path is None:
+# The media types the page's viewers take a cited file in: the PDF viewer, and the sandboxed frame
+# that shows an HTML page as published.
+VIEWED_KINDS = {SourceKind.PDF: "application/pdf", SourceKind.HTML: "text/html"}
+
+
+def cited_file_bytes(citation: Citation, roots: list[Path]) -> tuple[bytes, str] | None:
+    """The cited PDF's or HTML page's bytes and media type, through the safe open; ``None`` for
+    another kind of source or one that cannot be read now (refused, gone, over the size cap)."""
+    path = readable_source(citation.source_uri, roots, frozenset(VIEWED_KINDS))
+    kind = kind_of(Path(citation.source_uri))
+    if path is None or kind is None:
         return None
     try:
-        return read_regular_file(path, get_settings().max_file_bytes, roots)
+        return read_regular_file(path, get_settings().max_file_bytes, roots), VIEWED_KINDS[kind]
     except (OSError, RefusedFileError):
         return None
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.gateway.evidence import cited_pdf_bytes, evidence_for
+from services.gateway.evidence import cited_file_bytes, evidence_for
 from services.indexer.loaders import load_document
 from shared.citations import citation_place
 from shared.contracts import Citation
@@ -68,14 +68,22 @@ def test_a_pdf_outside_the_roots_is_not_read(tmp_path: Path) -> None:
     assert not evidence.located and evidence.before == ""
 
 
-def test_the_cited_pdf_is_served_whole_for_the_page_viewer_only_from_under_the_roots(tmp_path: Path) -> None:
+def test_the_cited_pdf_or_html_page_is_served_whole_for_the_page_only_from_under_the_roots(
+    tmp_path: Path,
+) -> None:
     pdf = write_pdf(tmp_path / "libtasn1.pdf", PAGES)
     citation = cite(pdf, "asn1_strerror returns a string", page=3)
-    assert cited_pdf_bytes(citation, [tmp_path]) == pdf.read_bytes()
-    assert cited_pdf_bytes(citation, [tmp_path / "notes"]) is None  # outside the indexed roots
+    assert cited_file_bytes(citation, [tmp_path]) == (pdf.read_bytes(), "application/pdf")
+    assert cited_file_bytes(citation, [tmp_path / "notes"]) is None  # outside the indexed roots
+    article = tmp_path / "rerankers.html"
+    article.write_text(ARTICLE_HTML)
+    found = cited_file_bytes(
+        cite(article, "Scoring sixty-four pairs per batch keeps the CPU busy"), [tmp_path]
+    )
+    assert found == (ARTICLE_HTML.encode(), "text/html")
 
 
-def test_a_pdf_swapped_for_a_link_or_a_text_source_is_never_served_as_a_file(tmp_path: Path) -> None:
+def test_a_pdf_swapped_for_a_link_or_a_markdown_source_is_never_served_as_a_file(tmp_path: Path) -> None:
     (tmp_path / "private").mkdir()
     secret = write_pdf(tmp_path / "private" / "secret.pdf", PAGES)
     library = tmp_path / "library"
@@ -84,10 +92,10 @@ def test_a_pdf_swapped_for_a_link_or_a_text_source_is_never_served_as_a_file(tmp
     citation = cite(pdf, "asn1_strerror returns a string", page=3)
     pdf.unlink()
     pdf.symlink_to(secret)  # a link planted where the indexed PDF was
-    assert cited_pdf_bytes(citation, [library]) is None
+    assert cited_file_bytes(citation, [library]) is None
     note = library / "notes.md"
     note.write_text("asn1_strerror returns a string\n")
-    assert cited_pdf_bytes(cite(note, "asn1_strerror returns a string"), [library]) is None
+    assert cited_file_bytes(cite(note, "asn1_strerror returns a string"), [library]) is None
 
 
 def test_a_windows_1252_text_files_evidence_says_how_it_was_decoded_and_a_utf8_files_says_utf8(

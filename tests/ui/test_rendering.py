@@ -1,7 +1,8 @@
 """The page renders what it quotes, in real Chromium at 1280 and 390 px against the real local stack:
 Markdown from a real README (Debian's libcbor one) as bold, code and a plain title, through the
 vendored markdown-it and DOMPurify, while a ``<script>`` and an ``onerror`` planted in the source stay
-text and never run; a PDF's citation, and its source card, open the cited page with the quote marked."""
+text and never run; a PDF's citation, and its source card, open the cited page with the quote marked;
+an HTML page's citation shows the page as published in a sandboxed frame where its scripts never run."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.gateway.conftest import PAGES, REPO
-from tests.indexer.documents import write_pdf
+from tests.indexer.documents import ARTICLE_HTML, write_pdf
 from tests.ui.conftest import WIDTHS, Stack, open_page, screenshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -47,6 +48,22 @@ def manuals(stack: Stack) -> Path:
     folder = stack.library / "manuals"
     folder.mkdir()
     write_pdf(folder / "libtasn1.pdf", PAGES, title="GNU libtasn1 manual")
+    return index(stack, folder)
+
+
+# The reranker article with a script and an onerror planted: shown as published, neither may run.
+PLANTED_HTML = ARTICLE_HTML.replace(
+    "</article>",
+    '<script>parent.__ran = 1; window.__ran = 1</script><img src=x onerror="parent.__ran = 2"></article>',
+)
+
+
+@pytest.fixture(scope="module")
+def articles(stack: Stack) -> Path:
+    """An HTML article with a planted script indexed in its own folder."""
+    folder = stack.library / "articles"
+    folder.mkdir()
+    (folder / "rerankers.html").write_text(PLANTED_HTML)
     return index(stack, folder)
 
 
@@ -123,3 +140,29 @@ def test_a_pdf_citation_and_its_source_card_open_the_cited_page_with_the_quote_m
         ".getImageData(0, 0, 400, 400).data.some((v, i) => i % 4 !== 3 && v < 128)"
     )  # ink
     screenshot(page, f"pdf-evidence-{width_name}")
+
+
+def test_an_html_citation_shows_the_page_as_published_in_a_frame_where_its_script_never_runs(
+    browser: Browser, stack: Stack, articles: Path
+) -> None:
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
+    page.fill("#question", "How many pairs per batch keep the CPU busy?")
+    page.click("#ask")
+    expect(page.locator("#answer a.cite").first).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
+    page.locator("#sources li.cited", has_text="rerankers.html").first.click()
+    page.get_by_role("button", name="Show the page as published").click()
+    frame = page.locator("#evidence iframe.published")
+    expect(frame).to_have_attribute("sandbox", "")
+    published = page.frame_locator("#evidence iframe.published")
+    expect(published.locator("h2")).to_have_text("Batching the pairs")
+    page.wait_for_timeout(500)
+    assert page.evaluate("window.__ran") is None  # neither the script nor the onerror ran
+    with stack.client() as http:  # the page's address names the conversation; its answer, the citation
+        turn = http.get(f"/v1/conversations/{page.evaluate('location.hash').split('=')[-1]}").json()["turns"][
+            -1
+        ]
+        [number] = [c["number"] for c in turn["answer"]["citations"] if c["source_uri"].endswith(".html")][:1]
+        served = http.get(f"/v1/questions/{turn['id']}/citations/{number}/file")
+    assert served.headers["content-type"].startswith("text/html")
+    assert served.headers["content-security-policy"].startswith("sandbox")  # opened directly: still inert
+    screenshot(page, "html-published-desktop")

@@ -18,7 +18,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from services.gateway.asking import accept_question
 from services.gateway.deps import RedisDep, SettingsDep
-from services.gateway.evidence import cited_pdf_bytes, evidence_for
+from services.gateway.evidence import cited_file_bytes, evidence_for
 from services.gateway.history import (
     HISTORY_KEPT,
     forget,
@@ -195,17 +195,31 @@ async def citation_evidence(
     return await asyncio.to_thread(evidence_for, citation, allowed_roots(settings))
 
 
+# A cited HTML page is served as a sandbox (its own opaque origin, no script runs, nothing it embeds
+# loads): the page shows it in a frame that is sandboxed too, and opening the address directly
+# changes nothing.
+CITED_HTML_POLICY = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
 @router.get(
     "/{question_id}/citations/{number}/file",
     response_class=Response,
-    responses={200: {"content": {"application/pdf": {}}, "description": "the cited PDF"}, 404: {}},
+    responses={
+        200: {"content": {"application/pdf": {}, "text/html": {}}, "description": "the cited PDF or page"},
+        404: {},
+    },
 )
-async def cited_pdf(question_id: str, number: int, client: RedisDep, settings: SettingsDep) -> Response:
-    """The cited PDF's own bytes, for the page to render the cited page: read through the safe open
-    under the indexed roots, from the path the stored answer names (never one from the request).
-    404 for any other kind of source, or a file that cannot be read now."""
+async def cited_file(question_id: str, number: int, client: RedisDep, settings: SettingsDep) -> Response:
+    """The cited PDF's or HTML page's own bytes, for the page to show the cited page as printed or
+    published: read through the safe open under the indexed roots, from the path the stored answer
+    names (never one from the request). 404 for any other kind of source, or a file that cannot be
+    read now."""
     citation = await stored_citation(client, question_id, number)
-    raw = await asyncio.to_thread(cited_pdf_bytes, citation, allowed_roots(settings))
-    if raw is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"citation [{number}] has no PDF that can be read now")
-    return Response(raw, media_type="application/pdf", headers={"Cache-Control": "private, no-store"})
+    found = await asyncio.to_thread(cited_file_bytes, citation, allowed_roots(settings))
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"citation [{number}] has no PDF or page to show now")
+    raw, media_type = found
+    headers = {"Cache-Control": "private, no-store"}
+    if media_type == "text/html":
+        headers["Content-Security-Policy"] = CITED_HTML_POLICY
+    return Response(raw, media_type=media_type, headers=headers)

@@ -559,6 +559,7 @@ async function showEvidence(questionId, number) {
     const printed = evidence.located && evidence.page && /\.pdf$/i.test(evidence.source_uri)
       ? element("div", { class: "pdf-page" }, "loading the page…") : null;
     if (printed) parts.push(printed);
+    if (evidence.located && evidence.extracted && !evidence.page) parts.push(publishedPageButton(questionId, number));
     parts.push(passage);
     panel.replaceChildren(...parts);
     if (printed) showPdfPage(printed, questionId, number, evidence.page, evidence.quote);
@@ -638,6 +639,23 @@ async function showPdfPage(container, questionId, number, pageNumber, quote) {
   } finally {
     if (task) task.destroy();
   }
+}
+
+// An HTML source as published, in a frame sandboxed without scripts (an opaque origin: it cannot
+// read this page's key) under this page's policy (nothing it embeds loads). Shown on request.
+function publishedPageButton(questionId, number) {
+  const button = element("button", { type: "button", class: "secondary" }, "Show the page as published");
+  button.addEventListener("click", async () => {
+    try {
+      const html = await (await api(`/v1/questions/${questionId}/citations/${number}/file`)).text();
+      const frame = element("iframe", { sandbox: "", class: "published", title: "the cited page as published" });
+      frame.srcdoc = html;
+      button.replaceWith(frame);
+    } catch (error) {
+      button.replaceWith(element("p", { class: "muted" }, `The page could not be shown (${error.message}).`));
+    }
+  });
+  return button;
 }
 
 // ---------- history and permalinks ----------
