@@ -54,7 +54,7 @@ ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 RUN --mount=type=cache,target=/root/.cache/pip pip install torch==2.13.0 --extra-index-url "$TORCH_INDEX_URL" \
  && pip install ".[models]" && pip uninstall -y hindsight
 # Only what provisioning imports, so a change elsewhere in the code does not rebuild the models.
-COPY shared/__init__.py shared/cpu.py shared/embedding.py shared/model_files.py shared/onnx_runtime.py ./shared/
+COPY shared/__init__.py shared/cpu.py shared/embedding.py shared/model_files.py shared/onnx_runtime.py shared/vectors.py ./shared/
 COPY services/reranker/__init__.py services/reranker/cross_encoder.py ./services/reranker/
 COPY provisioning ./provisioning
 

@@ -28,7 +28,6 @@ from pydantic import BaseModel, Field
 from tokenizers import Encoding
 
 from shared.cpu import available_cores
-from shared.interfaces import refuse_degenerate
 from shared.model_files import MODEL_FILE, PREPARE_FILE, TOKENIZER_FILE, UNMASKED_MODEL_FILE
 from shared.onnx_runtime import (
     create_session,
@@ -37,6 +36,7 @@ from shared.onnx_runtime import (
     padded_arrays,
     runs_side_by_side,
 )
+from shared.vectors import refuse_degenerate
 
 EMBEDDER_MAX_TOKENS = 256
 

@@ -35,31 +35,12 @@ class VectorStoreError(RuntimeError):
     message says what was refused and why."""
 
 
-class DegenerateVectorsError(RuntimeError):
-    """Vectors that carry no meaning: all zero, or with a NaN or an infinity. Stored, they would be
-    found (or never found) as if they meant something, so every embedder and every store refuses
-    them."""
-
-
-def refuse_degenerate(vectors: np.ndarray, source: str) -> np.ndarray:
-    """``vectors`` (one row per text) unchanged when every row is finite and not all zero; otherwise
-    :class:`DegenerateVectorsError` naming ``source`` and the first offending rows."""
-    rows = np.asarray(vectors).reshape(len(vectors), -1)
-    degenerate = np.flatnonzero(~np.isfinite(rows).all(axis=1) | ~rows.any(axis=1))
-    if degenerate.size:
-        raise DegenerateVectorsError(
-            f"{source} gave {degenerate.size} all-zero or non-finite vector(s) of {len(rows)} "
-            f"(rows {degenerate.tolist()[:5]}); they are not stored"
-        )
-    return vectors
-
-
 class VectorStore(Protocol):
     """Chunks with vectors, full-text search and the per-document manifest, kept together.
 
     Every store refuses vectors of another length than its own and degenerate vectors
-    (:func:`refuse_degenerate`), on write and on query, with :class:`VectorStoreError` or
-    :class:`DegenerateVectorsError`; no backend's own exception escapes.
+    (``shared.vectors.refuse_degenerate``), on write and on query, with :class:`VectorStoreError` or
+    ``DegenerateVectorsError``; no backend's own exception escapes.
     """
 
     def replace_documents(self, documents: list[Document], chunks: list[Chunk], vectors: np.ndarray) -> None:

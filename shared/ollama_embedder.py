@@ -24,9 +24,9 @@ import ollama
 from tokenizers import Tokenizer
 
 from shared.embedding import ModelMissingError
-from shared.interfaces import DegenerateVectorsError, refuse_degenerate
 from shared.model_files import TOKENIZER_FILE
 from shared.settings import Settings
+from shared.vectors import DegenerateVectorsError, refuse_degenerate
 
 DOCUMENT_PREFIX = "search_document: "
 QUERY_PREFIX = "search_query: "

@@ -1,4 +1,5 @@
-"""Each service image's entry points import with only what its Dockerfile stage installs.
+"""Each service image's entry points import with only what its Dockerfile stage installs, and the
+model stage builds the models from only the files it copies.
 
 An image installs the project's base dependencies and its own pyproject extras (Dockerfile's
 ``pip install ".[gateway,cli]"`` and so on); the test venv has every extra, so a stray import of a
@@ -10,10 +11,13 @@ that image's dependency closure raises ``ModuleNotFoundError`` as it would in th
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tomllib
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -120,3 +124,40 @@ def test_the_blocking_catches_a_package_outside_the_gateway_image() -> None:
     blocked = _modules_outside(_installed_closure(_project_requirements(("gateway", "cli"))))
     assert {"tokenizers", "onnxruntime", "lancedb"} <= blocked
     assert not {"fastapi", "pydantic", "celery", "typer"} & blocked
+
+
+# The test venv has the project installed editable, whose import finder would find any module the
+# stage did not copy in the checkout; the image has no such install.
+WITHOUT_THE_EDITABLE_INSTALL = (
+    "import sys\n"
+    "sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in getattr(f, '__module__', '')]\n"
+    "sys.path_hooks[:] = [h for h in sys.path_hooks if '__editable__' not in getattr(h, '__module__', '')]\n"
+    "sys.path_importer_cache.clear()\n"
+)
+
+
+def _model_stage_copies() -> list[str]:
+    """The sources the Dockerfile's model-tools stage copies (its ``COPY`` lines' sources)."""
+    stage = (REPO / "Dockerfile").read_text().split("AS model-tools", 1)[1].split("\nFROM ", 1)[0]
+    return [src for line in stage.splitlines() if line.startswith("COPY ") for src in line.split()[1:-1]]
+
+
+def test_the_model_stage_builds_the_models_from_only_the_files_it_copies(tmp_path: Path) -> None:
+    for source in _model_stage_copies():
+        target = tmp_path / source
+        target.parent.mkdir(parents=True, exist_ok=True)
+        copy = shutil.copytree if (REPO / source).is_dir() else shutil.copyfile
+        copy(REPO / source, target)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            WITHOUT_THE_EDITABLE_INSTALL + "import provisioning.embedder, provisioning.reranker",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, f"the model stage would fail: {result.stderr[-2000:]}"

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from shared.contracts import Chunk, Document
-from shared.interfaces import VectorStoreError, refuse_degenerate
+from shared.interfaces import VectorStoreError
+from shared.vectors import refuse_degenerate
 
 # Chunk fields a store persists and returns (everything but the id, which each backend names itself).
 CHUNK_FIELDS = tuple(name for name in Chunk.model_fields if name != "id")

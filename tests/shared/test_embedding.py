@@ -10,7 +10,7 @@ import pytest
 from provisioning.calibration import CALIBRATION_TEXTS
 from provisioning.embedder import MIN_EMBEDDER_COSINE
 from shared.embedding import OnnxEmbedder
-from shared.interfaces import DegenerateVectorsError
+from shared.vectors import DegenerateVectorsError
 from tests.conftest import require_embedder
 
 LONG_NEIGHBOUR = " ".join(CALIBRATION_TEXTS * 4)

@@ -19,7 +19,6 @@ import numpy as np
 import ollama
 import pytest
 
-from shared.interfaces import DegenerateVectorsError
 from shared.ollama_embedder import (
     DOCUMENT_PREFIX,
     QUERY_PREFIX,
@@ -28,6 +27,7 @@ from shared.ollama_embedder import (
     provisioned_tokenizer_path,
 )
 from shared.settings import Settings
+from shared.vectors import DegenerateVectorsError
 from tests.conftest import require_embedder
 from tests.shared.ollama_standin import OllamaStandIn, standin_vector
 

@@ -22,10 +22,11 @@ import numpy as np
 import pytest
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
-from shared.interfaces import DegenerateVectorsError, VectorStore, VectorStoreError
+from shared.interfaces import VectorStore, VectorStoreError
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
 from shared.stores.weaviate_store import DOCUMENT_SUFFIX, WeaviateStore, connect
+from shared.vectors import DegenerateVectorsError
 from tests.shared.stores.weaviate_standin import StandInClient
 
 DIMENSION = 8
