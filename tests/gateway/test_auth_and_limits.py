@@ -218,7 +218,13 @@ def test_event_stream_survives_a_stage_quieter_than_the_redis_socket_timeout(
     with gateway.client(key).stream("GET", "/v1/questions/quiet-question/events", timeout=30) as response:
         stages = [line for line in response.iter_lines() if line.startswith("event:")]
     writer.join()
-    assert stages == ["event: search", "event: search", "event: answer"]
+    # No worker runs beside this gateway, so the stream also says so ("waiting"); what matters here is
+    # that it outlives the quiet 7 s and carries every stage event.
+    assert [line for line in stages if line != "event: waiting"] == [
+        "event: search",
+        "event: search",
+        "event: answer",
+    ]
 
 
 def test_unknown_ids_get_404_while_an_accepted_question_is_pending_before_its_first_event(

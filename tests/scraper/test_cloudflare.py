@@ -59,7 +59,7 @@ def test_a_challenge_that_does_not_clear_ends_the_run_with_what_to_do_and_keeps_
 
     message = str(raised.value)
     assert "did not clear within 2s" in message and "hindsight scrape --login" in message
-    assert "--headless" in message and "resumes from the checkpoint" in message
+    assert "HINDSIGHT_SCRAPE_HEADLESS" in message and "resumes from the checkpoint" in message
     assert (logged_in.export_root / CHECKPOINT_NAME).read_bytes() == checkpoint
     assert len(list(logged_in.export_root.rglob("*.md"))) == 6
 

@@ -112,9 +112,10 @@ def test_a_worker_serves_tasks_through_the_password_and_never_logs_their_results
     app = Celery("sec", broker=celery_url(url), backend=celery_url(url))
     wait_until(lambda: bool(app.control.inspect(timeout=1).active_queues()), 60, "the worker")
     missing = str(tmp_path / "no-such-folder-SECRET-NAME")
-    report = app.send_task(INDEX_SCAN, args=[{"job_id": "sec-1", "root": missing}], queue="index").get(
-        timeout=60
+    scan = app.send_task(  # the scan's result is kept only when a caller asks to read it
+        INDEX_SCAN, args=[{"job_id": "sec-1", "root": missing}], queue="index", ignore_result=False
     )
+    report = scan.get(timeout=60)
     assert report["failed"] == 1 and "SECRET-NAME" in report["failures"][0]["reason"]
     log = local.run_dir / "sec-indexer.log"
     wait_until(lambda: "succeeded" in log.read_text(), 10, "the success line")
