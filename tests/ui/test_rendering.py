@@ -67,6 +67,15 @@ def articles(stack: Stack) -> Path:
     return index(stack, folder)
 
 
+def answered(browser: Browser, stack: Stack, question: str, width: int) -> Page:
+    """A fresh page at ``width`` px that asked ``question`` and shows its answer with citations."""
+    page = open_page(browser, f"{stack.url}/#key={stack.key}", width)
+    page.fill("#question", question)
+    page.click("#ask")
+    expect(page.locator("#answer a.cite").first).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
+    return page
+
+
 def nothing_ran(page: Page) -> None:
     assert page.evaluate("window.__ran") is None
     assert page.locator("script:not([src]), img[onerror], [onerror]").count() == 0
@@ -96,10 +105,7 @@ def test_a_readme_passage_renders_bold_and_code_and_its_planted_script_stays_tex
 def test_an_answer_quoting_the_readme_renders_its_markdown_with_working_citations(
     browser: Browser, stack: Stack, readmes: Path
 ) -> None:
-    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
-    page.fill("#question", "What is libcbor?")
-    page.click("#ask")
-    expect(page.locator("#answer a.cite").first).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
+    page = answered(browser, stack, "What is libcbor?", WIDTHS["desktop"])
     expect(page.locator("#answer strong").first).to_have_text("libcbor")
     expect(page.locator("#answer")).not_to_contain_text("**")
     expect(page.locator("#sources .title").first).to_have_text("libcbor")
@@ -116,10 +122,7 @@ def test_an_answer_quoting_the_readme_renders_its_markdown_with_working_citation
 def test_a_pdf_citation_and_its_source_card_open_the_cited_page_with_the_quote_marked(
     browser: Browser, stack: Stack, manuals: Path, width_name: str
 ) -> None:
-    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS[width_name])
-    page.fill("#question", "What does asn1_der_coding do?")
-    page.click("#ask")
-    expect(page.locator("#answer a.cite").first).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
+    page = answered(browser, stack, "What does asn1_der_coding do?", WIDTHS[width_name])
     card = page.locator("#sources li.cited", has_text="libtasn1.pdf").first
     expect(card).to_contain_text("open cited passage")
     card.click()
@@ -145,10 +148,7 @@ def test_a_pdf_citation_and_its_source_card_open_the_cited_page_with_the_quote_m
 def test_an_html_citation_shows_the_page_as_published_in_a_frame_where_its_script_never_runs(
     browser: Browser, stack: Stack, articles: Path
 ) -> None:
-    page = open_page(browser, f"{stack.url}/#key={stack.key}", WIDTHS["desktop"])
-    page.fill("#question", "How many pairs per batch keep the CPU busy?")
-    page.click("#ask")
-    expect(page.locator("#answer a.cite").first).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
+    page = answered(browser, stack, "How many pairs per batch keep the CPU busy?", WIDTHS["desktop"])
     page.locator("#sources li.cited", has_text="rerankers.html").first.click()
     page.get_by_role("button", name="Show the page as published").click()
     frame = page.locator("#evidence iframe.published")
