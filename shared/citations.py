@@ -41,11 +41,18 @@ def rank_label(c: Citation) -> str:
     return f"passage #{c.rank}, cross-encoder {c.rerank_score:.2f}"
 
 
+def title_and_turn(c: Citation) -> str:
+    """The source's title; for a passage of an exported thread, then the question of its turn:
+    ``Install PostgreSQL › How do I enable remote connections?``."""
+    return f"{c.title} › {c.turn_question}" if c.turn_question and c.turn_question != c.title else c.title
+
+
 def source_line(c: Citation) -> str:
     """``[1] Sourdough — /notes/sourdough.md:3 (quote found in file; passage #1, cross-encoder 4.12)``,
-    a thread's link after its place (:func:`place_and_link`)."""
+    a thread's turn after its title (:func:`title_and_turn`) and its link after its place
+    (:func:`place_and_link`)."""
     labels = "; ".join(label for label in (quote_label(c), rank_label(c)) if label)
-    return f"[{c.number}] {c.title} — {place_and_link(c)} ({labels})"
+    return f"[{c.number}] {title_and_turn(c)} — {place_and_link(c)} ({labels})"
 
 
 def relevance_label(answer: Answer) -> str:

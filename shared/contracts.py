@@ -82,7 +82,10 @@ class Chunk(Contract):
     the length of a Markdown file's front matter, set by the indexer, 0 for every other file.
     ``source_url`` is an exported Perplexity thread's perplexity.ai address (its front matter's
     ``url``), ``None`` for every other file and for rows stored before the field existed.
-    Document fields needed for filtering and citing are copied in, so no stage re-reads the store.
+    ``turn_question`` is, in an exported Perplexity thread, the question of the turn the chunk is in
+    (set by the indexer from the thread's layout); ``None`` in any other file, outside a turn, and in
+    rows stored before the field existed. Document fields needed for filtering and citing are copied
+    in, so no stage re-reads the store or the file to learn them.
     """
 
     id: str
@@ -100,6 +103,7 @@ class Chunk(Contract):
     document_date: datetime | None = None
     body_start: int = Field(default=0, ge=0)
     source_url: ThreadAddress = None
+    turn_question: str | None = None
 
     @field_validator("body_start", mode="before")
     @classmethod
@@ -221,8 +225,10 @@ class Citation(Contract):
     that the quote answers the question: ``rank`` (1 = first among the passages synthesis read) and
     ``rerank_score`` (the cross-encoder's logit, ``None`` when no model scored it) say how relevant the
     passage was judged. For PDF and HTML, whose indexed text is extracted rather than the file's
-    characters, they index the extracted text and ``line``/``column`` are ``None``. ``source_url`` is
-    the chunk's: the perplexity.ai address of the thread the quote is from.
+    characters, they index the extracted text and ``line``/``column`` are ``None``. ``source_url``,
+    ``turn_question`` and ``body_start`` are the chunk's: the perplexity.ai address of the thread the
+    quote is from, the question of its turn, and where the indexed text starts in the file (after a
+    Markdown file's front matter, which no citation shows).
     """
 
     number: int = Field(ge=1)
@@ -238,6 +244,8 @@ class Citation(Contract):
     quote: str
     verified: bool = False
     source_url: ThreadAddress = Field(default=None, description="the Perplexity thread's address, if any")
+    turn_question: str | None = Field(default=None, description="the question of the thread's turn, if any")
+    body_start: int = Field(default=0, ge=0, description="where the indexed text starts in the file")
     rank: int | None = Field(default=None, ge=1, description="the passage's rank after reranking")
     rerank_score: float | None = Field(default=None, description="the cross-encoder's logit, if scored")
 

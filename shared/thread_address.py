@@ -10,6 +10,9 @@ from __future__ import annotations
 import httpx
 
 PERPLEXITY_HOST = "perplexity.ai"
+# The mark the exporter writes in an exported thread's front matter (``source: perplexity``): the
+# indexer reads a file so marked as a thread (title, then one ``##`` question a turn).
+EXPORTED_THREAD_SOURCE = "perplexity"
 
 
 def perplexity_address(url: object) -> str | None:

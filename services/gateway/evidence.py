@@ -7,9 +7,11 @@ the roots, the indexer's size cap). A Markdown or text citation's span counts in
 HTML file's counts in the text the indexer extracted, which ``shared.extracted_text`` extracts here
 the same way. The span highlighted is ``text[char_start:char_end]`` when the text still holds the
 quote there; after an edit that moved it, the occurrence nearest the cited offset. A PDF's passage
-is its whole page, with the page number; a text file's has its line. When the quote cannot be found
-(file gone or changed, or refused by the safe open) the quote alone is returned, marked as such. A
-Markdown file's evidence gets its thread context (``thread_source``) from the same read of the file.
+is its whole page, with the page number; a text file's has its line, and its context never reaches
+into a Markdown file's front matter (before the citation's ``body_start``). When the quote cannot be
+found (file gone or changed, or refused by the safe open) the quote alone is returned, marked as
+such. A thread's address and a turn's question come with the citation (the indexer stored them with
+the chunk): nothing here parses the file's front matter or headings.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from services.gateway.schemas import Evidence
-from services.gateway.thread_source import with_source_context
 from shared.contracts import Citation, SearchResponse, SourceKind
 from shared.extracted_text import html_text, joined_pages, page_at, page_ranges, read_pdf
 from shared.safe_files import RefusedFileError, read_regular_file
@@ -74,6 +75,7 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
         rank=citation.rank,
         rerank_score=citation.rerank_score,
         thread_url=citation.source_url,
+        turn_question=citation.turn_question,
     )
     source = source_text(citation.source_uri, roots)
     if source is None:
@@ -81,17 +83,16 @@ def evidence_for(citation: Citation, roots: list[Path]) -> Evidence:
     found.encoding = source.encoding
     start = nearest_occurrence(source.text, citation.quote, citation.char_start) if citation.quote else None
     if start is not None:
-        with_passage(found, source, start)
-    if kind_of(Path(citation.source_uri)) is SourceKind.MARKDOWN:
-        with_source_context(found, citation, source.text)
+        with_passage(found, source, start, body_start=citation.body_start)
     return found
 
 
-def with_passage(found: Evidence, source: SourceText, start: int) -> None:
+def with_passage(found: Evidence, source: SourceText, start: int, body_start: int = 0) -> None:
     """The text around the quote at ``start``: a PDF's whole page and its number, else some context
-    either side and, in a file's own text, the line."""
+    either side (none before ``body_start`` when the quote is past it) and, in a file's own text,
+    the line."""
     text, end = source.text, start + len(found.quote)
-    context_start, context_end = max(0, start - CONTEXT_CHARS), end + CONTEXT_CHARS
+    context_start, context_end = max(min(body_start, start), start - CONTEXT_CHARS), end + CONTEXT_CHARS
     if source.page_starts:
         found.page = page_at(source.page_starts, start)
         context_start, context_end = page_ranges(text, source.page_starts)[(found.page or 1) - 1]

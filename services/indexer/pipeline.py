@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -41,7 +41,7 @@ from shared.index_jobs import PathOutsideRootsError, allowed_roots, confine_to_r
 from shared.interfaces import Embedder, TokenSpans, VectorStore
 from shared.safe_files import RefusedFileError
 from shared.settings import Settings
-from shared.thread_address import perplexity_address
+from shared.thread_address import EXPORTED_THREAD_SOURCE, perplexity_address
 
 log = logging.getLogger(__name__)
 
@@ -225,9 +225,21 @@ def build_chunks(
             document_date=date,
             body_start=loaded.body_start,
             source_url=source_url,
+            turn_question=turn_question(loaded.metadata, span.heading_path),
         )
         for ordinal, span in enumerate(spans)
     ]
+
+
+def turn_question(metadata: Mapping[str, str], heading_path: Sequence[str]) -> str | None:
+    """The question of the turn a passage is in, when its file is an exported thread (its front
+    matter, ``metadata``, carries the exporter's mark). The exporter writes the title as the one ``#``
+    heading and each turn's question as a ``##`` heading, and pushes an answer's own headings below
+    that level, so the second heading over a passage is its turn's question whatever headings the
+    answer has; a passage above the first turn, or in any other file, has none."""
+    if metadata.get("source") != EXPORTED_THREAD_SOURCE or len(heading_path) < 2:
+        return None
+    return heading_path[1]
 
 
 def load_file(task: IndexFileTask, settings: Settings) -> LoadedDocument | IndexFileResult:

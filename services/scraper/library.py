@@ -19,6 +19,7 @@ from services.scraper.writer import IMPORTED, SCRAPED
 from shared.contracts import LibraryCheck, ThreadCheck
 from shared.markdown_source import fenced_ranges, split_front_matter
 from shared.safe_files import RefusedFileError, read_regular_file
+from shared.thread_address import EXPORTED_THREAD_SOURCE
 
 TURN_HEADING = "## "
 
@@ -64,7 +65,7 @@ def check_file(path: Path, relpath: str, record: ThreadRecord | None, max_bytes:
     except (OSError, RefusedFileError, UnicodeDecodeError, ValueError) as exc:
         check.problem = f"not read as a thread: {exc}"
         return check
-    if header is None or fields.get("source") != "perplexity":
+    if header is None or fields.get("source") != EXPORTED_THREAD_SOURCE:
         check.problem = "no Perplexity front matter (`source: perplexity`)"
         return check
     questions = turn_questions(text[body_start:])

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 from services.scraper.models import Attachment, Thread, Turn
 from services.scraper.prose import close_fences, demote_headings
+from shared.thread_address import EXPORTED_THREAD_SOURCE
 
 # Raised whenever the rendering changes: files written in an older format are rendered again on the
 # next run, even when neither their listing nor their content moved.
@@ -41,7 +42,7 @@ def front_matter(thread: Thread) -> str:
         "updated": _iso(thread.updated) if thread.updated else None,
         "model": thread.model,
         "mode": thread.mode,
-        "source": "perplexity",
+        "source": EXPORTED_THREAD_SOURCE,
     }
     lines = [f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields.items() if value]
     return "---\n" + "\n".join(lines) + "\n---\n"

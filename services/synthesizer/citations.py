@@ -35,6 +35,8 @@ def cite(number: int, fact: Fact, candidate: Candidate, rank: int | None = None)
         quote=fact.quote,
         verified=quote_found(candidate, fact.quote, fact.quote_start),
         source_url=chunk.source_url,
+        turn_question=chunk.turn_question,
+        body_start=chunk.body_start,
         rank=rank,
         rerank_score=candidate.rerank_score,
     )

@@ -80,6 +80,7 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("document_date", pa.timestamp("us", tz="UTC")),
             pa.field("body_start", pa.int64()),
             pa.field("source_url", pa.string()),
+            pa.field("turn_question", pa.string()),
             pa.field(SEARCH_COLUMN, pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dimension)),
         ]
@@ -200,6 +201,7 @@ class LanceDBStore:
             self._documents = self._open_or_create(DOCUMENTS, documents_schema(dimension))
             self._add_chunk_column("body_start", "BIGINT")
             self._add_chunk_column("source_url", "STRING")
+            self._add_chunk_column("turn_question", "STRING", index_again=False)
             try:
                 self._add_centroids()
             except (OSError, RuntimeError):  # a full disk or a read-only mount: the next write tries again
@@ -217,17 +219,19 @@ class LanceDBStore:
             return self._db.open_table(name)
         return self._db.create_table(name, schema=schema)
 
-    def _add_chunk_column(self, name: str, sql_type: str) -> None:
-        """A library indexed before chunks stored ``name`` (``body_start``, ``source_url``: fields
-        the indexer takes from a Markdown file's front matter) gets the column, its rows null (read as
-        the field's default), and its Markdown documents marked pending, so the next scan indexes them
-        again with it."""
+    def _add_chunk_column(self, name: str, sql_type: str, index_again: bool = True) -> None:
+        """A library indexed before chunks stored ``name`` (a field the indexer takes from a Markdown
+        file) gets the column, its rows null (read as the field's default); with ``index_again`` its
+        Markdown documents are marked pending, so the next scan indexes them again with it. Without
+        it (a label the answers can do without: ``turn_question``), old rows keep the default until
+        their file changes, and no upgrade embeds a whole library again for it."""
         if name in self._chunks.schema.names:
             return
         self._chunks.add_columns({name: f"CAST(NULL AS {sql_type})"})
-        self._documents.update(
-            where=f"kind = {sql_string(SourceKind.MARKDOWN.value)}", values={"content_hash": ""}
-        )
+        if index_again:
+            self._documents.update(
+                where=f"kind = {sql_string(SourceKind.MARKDOWN.value)}", values={"content_hash": ""}
+            )
 
     @contextmanager
     def _write_lock(self) -> Iterator[None]:

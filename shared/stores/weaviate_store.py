@@ -129,6 +129,9 @@ def chunk_collection_config(name: str) -> dict[str, Any]:
             Property(name="document_date", data_type=DataType.DATE),
             Property(name="body_start", data_type=DataType.INT),
             _keyword("source_url"),
+            Property(
+                name="turn_question", data_type=DataType.TEXT, index_searchable=False, skip_vectorization=True
+            ),
         ],
     }
 

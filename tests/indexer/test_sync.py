@@ -230,6 +230,46 @@ def test_a_library_indexed_before_thread_addresses_were_stored_reads_none_and_in
     assert chunk.source_url == THREAD_URL
 
 
+THREAD = (
+    '---\ntitle: "Kefir"\nsource: "perplexity"\n---\n# Kefir\n\n## How often are the grains fed?\n\n'
+    "### Feeding\n\nThe grains were fed on Monday.\n\n## And what with?\n\nWhole milk, a cup at a time.\n"
+)
+
+
+def test_each_chunk_of_a_thread_stores_its_turns_question_and_a_notes_chunks_none(
+    docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
+) -> None:
+    (docs / "thread.md").write_text(THREAD)
+    (docs / "note.md").write_text(THREAD.replace('source: "perplexity"\n', ""))
+    sync(docs, store, embedder, settings)
+
+    def questions(name: str) -> dict[str, str | None]:
+        chunks = store.document_chunks(document_id_for(str(docs / name)), list(range(5)))
+        return {chunk.text.splitlines()[-1]: chunk.turn_question for chunk in chunks}
+
+    assert questions("thread.md") == {
+        "# Kefir": None,
+        "## How often are the grains fed?": "How often are the grains fed?",
+        "The grains were fed on Monday.": "How often are the grains fed?",
+        "Whole milk, a cup at a time.": "And what with?",
+    }, "an answer's own heading (### Feeding) is not its turn's question"
+    assert set(questions("note.md").values()) == {None}, "a note's ## heading is not a question asked"
+
+
+def test_a_library_indexed_before_turn_questions_were_stored_reads_none_and_embeds_nothing_again(
+    docs: Path, settings: Settings, embedder: OnnxEmbedder
+) -> None:
+    (docs / "thread.md").write_text(THREAD)
+    sync(docs, LanceDBStore(settings.store_dir, embedder.dimension), embedder, settings)
+    lancedb.connect(str(settings.store_dir)).open_table(CHUNKS).drop_columns(["turn_question"])  # as before
+
+    store = LanceDBStore(settings.store_dir, embedder.dimension)
+    chunks = store.document_chunks(document_id_for(str(docs / "thread.md")), list(range(5)))
+    assert {chunk.turn_question for chunk in chunks} == {None}, "old rows read, without one"
+    report = sync(docs, store, embedder, settings)
+    assert (report.changed, report.unchanged) == (0, 1), "a missing label is no reason to embed again"
+
+
 def test_a_file_that_turns_bad_loses_its_old_chunks(
     docs: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings
 ) -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from services.indexer.chunking import markdown_sections
+from services.indexer.loaders import load_markdown
+from services.indexer.pipeline import turn_question
 from shared.settings import Settings
 from testing.perplexity_replay import COOKIE, ReplayEntry, ReplayLibrary, ReplayServer, ReplayThread
 
@@ -231,3 +234,18 @@ def data_export(path: Path) -> Path:
         )
     )
     return path
+
+
+def turn_question_of(text: str, phrase: str) -> str | None:
+    """The turn question the indexer stores with the chunk of a written thread ``text`` that holds
+    ``phrase`` (its loader, its sections, its rule)."""
+    loaded = load_markdown(text, Path("thread.md"))
+    offset = loaded.text.index(phrase)
+    (section,) = [s for s in markdown_sections(loaded.text) if s.start <= offset < s.end]
+    return turn_question(loaded.metadata, section.heading_path)
+
+
+@pytest.fixture
+def question_of_passage() -> Callable[[str, str], str | None]:
+    """:func:`turn_question_of`, for tests that read a written thread as the indexer does."""
+    return turn_question_of

@@ -10,18 +10,16 @@ Yiksing/pplx-tools (``media_items[]`` with ``medium``, ``image``, ``name``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from services.gateway.thread_source import turn_question
-from services.indexer.chunking import markdown_sections
 from services.scraper.checkpoint import CHECKPOINT_NAME
 from services.scraper.imports import Imported, threads_from_markdown_dir, write_threads
 from services.scraper.markdown import render_thread
 from services.scraper.models import Thread, ThreadSummary, Turn
 from services.scraper.thread_parse import build_thread, normalise_answer
 from services.scraper.writer import ThreadWriter, WriteOutcome
-from shared.markdown_source import split_front_matter
 
 MAX_BYTES = 1_000_000
 PHONE_CODE = "\n".join(
@@ -68,23 +66,28 @@ def two_turn_thread() -> Thread:
     )
 
 
-def test_every_passage_of_a_thread_names_the_question_of_its_turn_whatever_headings_the_answer_has() -> None:
+def test_every_passage_of_a_thread_names_the_question_of_its_turn_whatever_headings_the_answer_has(
+    question_of_passage: Callable[[str, str], str | None],
+) -> None:
     text = render_thread(two_turn_thread())
-    _, body_start = split_front_matter(text)
 
     def question_at(phrase: str) -> str | None:
-        return turn_question(text, text.index(phrase), body_start)
+        return question_of_passage(text, phrase)
 
     assert question_at("They are cheap.") == "Research sodium-ion batteries for grid storage"
     assert question_at("Use the pattern above.") == "Research sodium-ion batteries for grid storage"
     assert question_at("After the details.") == "Research sodium-ion batteries for grid storage"
     assert question_at("About 15 years.") == "And how long do they last? In years, please."
     assert PHONE_CODE in text
-    turns = {s.heading_path[1] for s in markdown_sections(text, body_start) if len(s.heading_path) > 1}
-    assert turns == {
-        "Research sodium-ion batteries for grid storage",
-        "And how long do they last? In years, please.",
-    }
+
+
+def test_a_note_that_is_not_an_exported_thread_has_no_turn_question_whatever_its_headings(
+    question_of_passage: Callable[[str, str], str | None],
+) -> None:
+    note = "---\ntitle: Kefir\n---\n# Kefir\n\n## How do I feed it?\n\nMilk, once a day.\n"
+    assert question_of_passage(note, "Milk, once a day.") is None
+    thread = note.replace("title: Kefir", 'title: "Kefir"\nsource: "perplexity"')
+    assert question_of_passage(thread, "Milk, once a day.") == "How do I feed it?"
 
 
 LOGO = (

@@ -5,12 +5,11 @@ every code block byte-identical, every footnote a numbered source (testing/perpl
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from services.gateway.thread_source import turn_question
 from services.scraper.exporter import export_library
 from services.scraper.imports import threads_from_data_export, threads_from_markdown_dir, write_threads
 from services.scraper.library import check_library, front_matter, turn_questions
@@ -126,17 +125,12 @@ def test_the_replay_library_exports_and_imports_every_thread_once_and_whole(expo
 
 
 def test_a_passage_in_a_later_turn_names_that_turn_and_the_library_check_counts_every_origin(
-    exported: Path,
+    exported: Path, question_of_passage: Callable[[str, str], str | None]
 ) -> None:
     (postgres,) = exported.glob("Code/Install PostgreSQL on Ubuntu*.md")
     text = postgres.read_text(encoding="utf-8")
-    body_start = split_front_matter(text)[1]
-    assert turn_question(text, text.index("Then set `listen_addresses"), body_start) == (
-        "How do I enable remote connections?"
-    )
-    assert turn_question(text, text.index("Create a role"), body_start) == (
-        "How do I install PostgreSQL on Ubuntu 24.04?"
-    )
+    assert question_of_passage(text, "Then set `listen_addresses") == "How do I enable remote connections?"
+    assert question_of_passage(text, "Create a role") == "How do I install PostgreSQL on Ubuntu 24.04?"
 
     check = check_library(exported, MAX_BYTES)
 

@@ -17,6 +17,7 @@ from services.synthesizer.stages import split_into_batches
 from shared.contracts import Answer, Chunk
 from shared.interfaces import Embedder
 from shared.settings import Settings, get_settings
+from shared.thread_address import perplexity_address
 from testing.sample_candidates import reranked_question
 
 LIMITS = ReduceLimits.from_settings(Settings())
@@ -32,7 +33,8 @@ def roots_are_the_tests_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def chunks_of(path: Path, title: str, size: int = 0) -> list[Chunk]:
     """The file's text as the indexer loads it (``load_document``: a Markdown file's body after its
-    front matter, ``body_start`` where it starts), in chunks of ``size`` characters (one chunk if 0)."""
+    front matter, ``body_start`` where it starts, a thread's address), in chunks of ``size`` characters
+    (one chunk if 0)."""
     loaded = load_document(path, 10_000_000)
     body = loaded.text
     document_id = hashlib.sha256(str(path).encode()).hexdigest()[:16]
@@ -49,6 +51,7 @@ def chunks_of(path: Path, title: str, size: int = 0) -> list[Chunk]:
             source_uri=str(path),
             kind=loaded.kind,
             body_start=loaded.body_start,
+            source_url=perplexity_address(loaded.metadata.get("url")),
         )
         for n, start in enumerate(range(0, len(body), size))
     ]

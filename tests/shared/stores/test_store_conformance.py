@@ -116,7 +116,15 @@ def test_a_replace_stores_the_chunks_exactly_and_records_the_document_in_the_man
     store: VectorStore,
 ) -> None:
     doc = document("bread")
-    chunks = chunks_of(doc, BREAD, space="Baking", date=datetime(2024, 5, 1, tzinfo=UTC))
+    thread_facts = {
+        "body_start": 21,
+        "source_url": "https://www.perplexity.ai/search/bread-abc",
+        "turn_question": "How is the starter fed?",
+    }
+    chunks = [
+        chunk.model_copy(update=thread_facts)
+        for chunk in chunks_of(doc, BREAD, space="Baking", date=datetime(2024, 5, 1, tzinfo=UTC))
+    ]
     write(store, doc, chunks)
     assert store.count_chunks() == 3
     assert store.document_chunks(doc.id, [0, 1, 2]) == chunks
