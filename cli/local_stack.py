@@ -54,14 +54,9 @@ def celery_worker(worker: Worker, concurrency: int = 1, name: str | None = None)
     return ProcessSpec(name or worker.name, worker_argv(worker, launch))
 
 
-# How many tasks each worker runs at once on one machine (1 unless said here): the reranker's threads
-# share its micro-batcher; two mappers map two batches of a question side by side.
-LOCAL_CONCURRENCY = {"reranker": 4, "mapper": 2}
-
-
 def local_worker(worker: Worker) -> ProcessSpec:
     """Map workers split the cores between them: llama.cpp slows tenfold when threads oversubscribe."""
-    concurrency = LOCAL_CONCURRENCY.get(worker.name, 1)
+    concurrency = worker.local_concurrency
     spec = celery_worker(worker, concurrency)
     if worker.name != "mapper":
         return spec

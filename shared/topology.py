@@ -80,11 +80,12 @@ class Worker:
     """A kind of worker process: ``celery -A <module> worker -Q <queues> -n <name>@%h --pool <pool>
     --concurrency <concurrency>`` (``shared.worker`` builds it).
 
-    ``concurrency`` is how many tasks one container runs at once (``hindsight up`` sets its own, per
-    machine). ``always_on`` workers are the ones ``hindsight up`` starts. ``required`` ones are what answering
-    questions and indexing need: ``/healthz`` is ``ok`` only when each of their queues has a live
-    worker. The scraper is started but not required: a stack without it still answers, and
-    ``POST /v1/scrape`` says so when no scrape worker is there.
+    ``concurrency`` is how many tasks one container runs at once; ``local_concurrency`` how many it
+    runs in ``hindsight up``'s stack, where every worker shares one machine. ``always_on`` workers are
+    the ones ``hindsight up`` starts. ``required`` ones are what answering questions and indexing
+    need: ``/healthz`` is ``ok`` only when each of their queues has a live worker. The scraper is
+    started but not required: a stack without it still answers, and ``POST /v1/scrape`` says so
+    when no scrape worker is there.
     """
 
     name: str
@@ -92,6 +93,7 @@ class Worker:
     queues: tuple[Queue, ...]
     pool: Literal["prefork", "threads"] = "prefork"
     concurrency: int = 1
+    local_concurrency: int = 1
     always_on: bool = True
     required: bool = True
 
@@ -101,8 +103,16 @@ WORKERS: tuple[Worker, ...] = (
     Worker("indexer", "services.indexer.tasks", (Queue.INDEX,), concurrency=2),
     Worker("retriever", "services.retriever.tasks", (Queue.RETRIEVE,), concurrency=2),
     # Threads share one warm ONNX session whose micro-batcher merges concurrent questions' pairs.
-    Worker("reranker", "services.reranker.tasks", (Queue.RERANK,), pool="threads", concurrency=8),
-    Worker("mapper", "services.synthesizer.tasks", (Queue.MAP,)),
+    Worker(
+        "reranker",
+        "services.reranker.tasks",
+        (Queue.RERANK,),
+        pool="threads",
+        concurrency=8,
+        local_concurrency=4,
+    ),
+    # Two local mappers map two batches of a question side by side (splitting the cores' LLM threads).
+    Worker("mapper", "services.synthesizer.tasks", (Queue.MAP,), local_concurrency=2),
     Worker("reducer", "services.synthesizer.tasks", (Queue.REDUCE,), concurrency=2),
 )
 
