@@ -3,8 +3,11 @@
 The indexer chunks the body and the retriever's exact-match leg maps file offsets back to it, so
 both must agree on where the body starts: this module is that one rule. It also says where code
 fences are, so the indexer (sections) and the evidence view (a passage's turn) read the same
-headings: a ``## `` line inside a fence is code, not a heading. A title taken from a heading is its
-text without the markup (``# [libcbor](https://…)`` is titled "libcbor").
+headings: a ``## `` line inside a fence is code, not a heading. Fences follow CommonMark's rule, as
+the exporter's parser (markdown-it) does: a fence closes only at a line of its own character, at
+least as long as its opening, with nothing after it, so a ``` line inside a ```` or ~~~ fence (an
+answer that writes a README) is content. A title taken from a heading is its text without the markup
+(``# [libcbor](https://…)`` is titled "libcbor").
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import re
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
-FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)", re.MULTILINE)
+FENCE_LINE = re.compile(r"^ {0,3}(?P<run>`{3,}|~{3,})(?P<rest>.*)$", re.MULTILINE)
 FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)---[ \t]*\r?\n", re.DOTALL)
 
 
@@ -23,14 +26,22 @@ def split_front_matter(raw: str) -> tuple[str | None, int]:
 
 
 def fenced_ranges(text: str) -> list[tuple[int, int]]:
-    """Character ranges of code fences, from the opening marker to the end of the closing line."""
-    marks = [m.start() for m in FENCE.finditer(text)]
+    """Character ranges of code fences, from the opening line's start to the end of the closing line
+    (or of ``text`` for a fence never closed). A backtick line whose info string holds a backtick
+    opens nothing (it is a code span); a closing line is the opening's character, at least as many,
+    then only spaces."""
     ranges = []
-    for opening, closing in zip(marks[::2], marks[1::2], strict=False):
-        line_end = text.find("\n", closing)
-        ranges.append((opening, len(text) if line_end < 0 else line_end))
-    if len(marks) % 2:
-        ranges.append((marks[-1], len(text)))
+    opening: tuple[int, str] | None = None
+    for line in FENCE_LINE.finditer(text):
+        run, rest = line.group("run"), line.group("rest")
+        if opening is None:
+            if not (run[0] == "`" and "`" in rest):
+                opening = (line.start(), run)
+        elif run[0] == opening[1][0] and len(run) >= len(opening[1]) and not rest.strip():
+            ranges.append((opening[0], line.end()))
+            opening = None
+    if opening is not None:
+        ranges.append((opening[0], len(text)))
     return ranges
 
 

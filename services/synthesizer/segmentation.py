@@ -11,11 +11,16 @@ can point at character for character.
 A paragraph that ends with "?" or opens with a "Q." / "Q:" marker is a question (a FAQ's question
 line, which heads its answer): its sentences are not statements, even the ones that end with a full
 stop ("Q. I upgraded my system ... says "trixie/sid". Should it not read "trixie"?").
+
+A source's own reference marks written after the full stop (``houses.[1][3] Your``, as Perplexity's
+2026 Markdown and Wikipedia copies place them) belong to the sentence before them, which still ends
+like a sentence.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -29,6 +34,7 @@ CODE_BLOCKS = frozenset({"fence", "code_block"})
 QUESTION_MARKERS = ("Q.", "Q:", "Question:")
 SENTENCE_END = frozenset(".!?…")
 CLOSING_MARKS = "\"'”’)]*_"
+TRAILING_REFERENCES = re.compile(r"(?:\[\d+\])+$")
 
 
 @dataclass(frozen=True)
@@ -52,8 +58,9 @@ class Sentence:
     @property
     def is_complete(self) -> bool:
         """Ends the way a sentence ends (a full stop, ``!``, ``?``, maybe inside quotes or brackets),
-        rather than cut off at a line end or before a list (":", a trailing "a" or "the")."""
-        return self.text.rstrip(CLOSING_MARKS)[-1:] in SENTENCE_END
+        rather than cut off at a line end or before a list (":", a trailing "a" or "the"); reference
+        marks after it (``.[1][3]``) do not count."""
+        return TRAILING_REFERENCES.sub("", self.text).rstrip(CLOSING_MARKS)[-1:] in SENTENCE_END
 
 
 @lru_cache(maxsize=2)
@@ -130,13 +137,14 @@ def segment(text: str, markdown: bool = True) -> list[Sentence]:
 
 def boundaries(block: str) -> list[tuple[int, int]]:
     """Sentence spans of a prose block; a break not followed by whitespace is no break: "to the
-    ./configure invocation" and "use `./jq`" go on past the full stop."""
+    ./configure invocation" and "use `./jq`" go on past the full stop (sentencex leaves the space
+    after a break at the end of one span, or after reference marks at the start of the next)."""
     spans: list[tuple[int, int]] = []
     for found in sentencex.get_sentence_boundaries(LANGUAGE, block):
         if found["is_paragraph_break"]:
             continue
         start, end = found["start_index"], found["end_index"]
-        if spans and spans[-1][1] == start and start > 0 and not block[start - 1].isspace():
+        if spans and spans[-1][1] == start > 0 and not (block[start - 1].isspace() or block[start].isspace()):
             start = spans.pop()[0]
         spans.append((start, end))
     return spans

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from services.scraper.checkpoint import CHECKPOINT_NAME
 from services.scraper.imports import Imported, threads_from_markdown_dir, write_threads
+from services.scraper.library import turn_questions
 from services.scraper.markdown import render_thread
 from services.scraper.models import Thread, ThreadSummary, Turn
 from services.scraper.thread_parse import build_thread, normalise_answer
@@ -343,3 +344,57 @@ def test_a_subagent_entry_that_holds_text_is_kept_as_a_turn_not_dropped_as_a_stu
     )
 
     assert [t.question for t in built.turns] == ["Compare the ryokan prices"]
+
+
+# An answer that writes a README for the user holds a whole Markdown file: a four-backtick fence
+# around ```bash blocks (CommonMark 0.31, "Fenced code blocks": the closing fence must be of the same
+# character and at least as long as the opening one, so a ``` line inside ```` is content), and a
+# ~~~ fence may hold ``` lines too. The `## ` comment and heading inside are the README's, not turns.
+README_ANSWER = """Here is a README template:
+
+````markdown
+# My Project
+
+```bash
+## install the dependencies
+pip install my-project
+```
+
+## Usage
+
+Run `my-project --help`.
+````
+
+Fill in the blanks, then see the tilde example:
+
+~~~text
+```
+## inside a tilde fence
+~~~
+
+That closes the tilde fence."""
+
+
+def test_a_readme_answer_whose_fence_holds_fences_keeps_every_passage_in_its_own_turn() -> None:
+    thread = Thread(
+        uuid="u-2",
+        title="README template",
+        turns=[
+            Turn(question="Write a README template for a Python CLI", answer=README_ANSWER),
+            Turn(question="Add a license section", answer="Add `## License` with MIT."),
+        ],
+    )
+    text = render_thread(thread)
+    _, body_start = split_front_matter(text)
+
+    assert README_ANSWER in text  # nothing inside code was demoted
+    assert turn_questions(text[body_start:]) == [
+        "Write a README template for a Python CLI",
+        "Add a license section",
+    ]
+    for phrase in ("Fill in the blanks", "That closes the tilde fence."):
+        assert (
+            turn_question(text, text.index(phrase), body_start) == "Write a README template for a Python CLI"
+        )
+    turns = [s.heading_path[1:] for s in markdown_sections(text, body_start) if len(s.heading_path) > 1]
+    assert turns == [("Write a README template for a Python CLI",), ("Add a license section",)]

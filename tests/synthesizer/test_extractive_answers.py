@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from services.scraper.imports import threads_from_markdown_dir, write_threads
 from services.synthesizer.citations import cite
 from services.synthesizer.extractive import extract_facts
 from services.synthesizer.llm_map import llm_extract_facts
@@ -21,6 +22,7 @@ from shared.contracts import (
 )
 from shared.interfaces import Embedder
 from shared.settings import Settings
+from testing.perplexity_library import official_files
 from testing.sample_candidates import reranked_question
 from tests.conftest import REPO, require_embedder
 from tests.synthesizer.conftest import LIMITS, ask, chunks_of
@@ -183,3 +185,15 @@ def test_a_question_the_cross_encoder_finds_unanswered_names_the_closest_sources
 
     assert answer.markdown.startswith(NO_ANSWER) and "sourdough" in answer.markdown
     assert answer.citations == []
+
+
+def test_an_imported_2026_perplexity_thread_is_quoted_whole(tmp_path: Path, embedder: Embedder) -> None:
+    official_files(tmp_path / "downloads")
+    imported = threads_from_markdown_dir(tmp_path / "downloads", 1_000_000)
+    write_threads(imported, tmp_path / "exports")
+    (path,) = (tmp_path / "exports").rglob("Heat pump quotes*.md")
+
+    answer = ask("Which heat pump fits a 120 m² house?", chunks_of(path, "Heat pump quotes"), embedder)
+
+    assert answer.markdown.startswith("The 9 kW unit fits most 120 m² houses [1]."), answer.markdown
+    assert answer.citations and all(c.verified for c in answer.citations)

@@ -91,3 +91,18 @@ def test_every_sentence_of_a_faq_question_paragraph_is_a_question_not_a_statemen
         False,
         True,
     ]
+
+
+def test_reference_marks_after_a_full_stop_stay_with_their_sentence_and_leave_it_complete() -> None:
+    # Perplexity's 2026 per-thread Markdown puts its footnote marks after the full stop
+    # ("houses.[^1][^3] Your"), which an import writes as "[1][3]" (docs/perplexity.md).
+    text = "The 9 kW unit fits most houses.[1][3] Your quote lists a buffer tank.[2]\n"
+
+    sentences = segment(text)
+
+    assert [s.text for s in sentences] == [
+        "The 9 kW unit fits most houses.[1][3]",
+        "Your quote lists a buffer tank.[2]",
+    ]
+    assert all(s.is_complete for s in sentences)
+    assert not segment("A line cut before its end [1]\n")[0].is_complete
