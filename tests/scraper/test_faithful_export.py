@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from services.indexer.chunking import markdown_sections
 from services.scraper.checkpoint import CHECKPOINT_NAME
 from services.scraper.imports import Imported, threads_from_markdown_dir, write_threads
 from services.scraper.library import turn_questions
@@ -21,6 +22,7 @@ from services.scraper.markdown import render_thread
 from services.scraper.models import Thread, ThreadSummary, Turn
 from services.scraper.thread_parse import build_thread, normalise_answer
 from services.scraper.writer import ThreadWriter, WriteOutcome
+from shared.markdown_source import split_front_matter
 
 MAX_BYTES = 1_000_000
 PHONE_CODE = "\n".join(
@@ -375,7 +377,9 @@ Fill in the blanks, then see the tilde example:
 That closes the tilde fence."""
 
 
-def test_a_readme_answer_whose_fence_holds_fences_keeps_every_passage_in_its_own_turn() -> None:
+def test_a_readme_answer_whose_fence_holds_fences_keeps_every_passage_in_its_own_turn(
+    question_of_passage: Callable[[str, str], str | None],
+) -> None:
     thread = Thread(
         uuid="u-2",
         title="README template",
@@ -393,8 +397,6 @@ def test_a_readme_answer_whose_fence_holds_fences_keeps_every_passage_in_its_own
         "Add a license section",
     ]
     for phrase in ("Fill in the blanks", "That closes the tilde fence."):
-        assert (
-            turn_question(text, text.index(phrase), body_start) == "Write a README template for a Python CLI"
-        )
+        assert question_of_passage(text, phrase) == "Write a README template for a Python CLI"
     turns = [s.heading_path[1:] for s in markdown_sections(text, body_start) if len(s.heading_path) > 1]
     assert turns == [("Write a README template for a Python CLI",), ("Add a license section",)]
