@@ -43,7 +43,11 @@ class Passage(BaseModel):
     path: str
     line: int | None = Field(description="1-based line of the file where the passage starts")
     score: float = Field(description="fused retrieval score (higher is better)")
-    found_by: list[str] = Field(description="the search legs that found it: dense, keyword, exact")
+    found_by: list[str] = Field(
+        description="the search legs that found it: dense:N (by meaning; 0 the question as asked, "
+        "1… the planner's rewordings), hyde (by meaning, from a drafted answer), bm25 (keywords), "
+        "exact (the words as written)"
+    )
     text: str
 
 
