@@ -27,6 +27,7 @@ from cli.console import console, error_console, shown
 from cli.listeners import UntrustedListenerError
 from cli.local_stack import StackError
 from shared.contracts import SearchFilters, SearchMode, SearchRequest, SourceKind, Strategy
+from shared.refusals import NOTHING_TO_ASK, NOTHING_TO_SEARCH
 from shared.settings import get_settings
 
 app = typer.Typer(
@@ -102,7 +103,7 @@ def ask(
 ) -> None:
     """Ask a question and read the cited answer (Ctrl-C cancels it); a follow-up with --continue."""
     if not question.strip():
-        error_console.print('[red]nothing to ask[/red]: hindsight ask "What did I find out about …?"')
+        error_console.print(f"[red]{shown(NOTHING_TO_ASK)}[/red]", soft_wrap=True)
         raise typer.Exit(2)
     if continue_latest and conversation is None:
         conversation = latest_conversation()
@@ -130,7 +131,7 @@ def search_command(
 ) -> None:
     """Search without synthesis and print the ranked passages with how each was found."""
     if not query.strip():
-        error_console.print('[red]nothing to search for[/red]: hindsight search "rye flour"')
+        error_console.print(f"[red]{shown(NOTHING_TO_SEARCH)}[/red]", soft_wrap=True)
         raise typer.Exit(2)
     filters = SearchFilters(
         kinds=kind or None,

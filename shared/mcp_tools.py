@@ -21,11 +21,13 @@ from pydantic import BaseModel, Field
 from shared.citations import answer_with_sources, citation_place
 from shared.contracts import Answer, Citation, SearchResponse
 from shared.events import TERMINAL_STAGE
-from shared.refusals import EventLines, refusal_of, transport_failure
+from shared.refusals import NOTHING_TO_ASK, NOTHING_TO_SEARCH, EventLines, refusal_of, transport_failure
 from shared.stage_events import carried_answer
 
 ConnectGateway = Callable[[Context], httpx.AsyncClient]
 PASSAGE_CHARS = 700
+# Advertised, not validated by the SDK: a blank text is refused by the tool with the CLI's sentence.
+NOT_BLANK = {"minLength": 1, "pattern": r"\S"}
 INSTRUCTIONS = (
     "Hindsight searches the user's own research: their notes, documents and Perplexity.ai threads. "
     "Use `ask` for a written answer whose [n] markers cite passages at path:line, each quote found in "
@@ -41,7 +43,11 @@ class Passage(BaseModel):
     path: str
     line: int | None = Field(description="1-based line of the file where the passage starts")
     score: float = Field(description="fused retrieval score (higher is better)")
-    found_by: list[str] = Field(description="the search legs that found it: dense, keyword, exact")
+    found_by: list[str] = Field(
+        description="the search legs that found it: dense:N (by meaning; 0 the question as asked, "
+        "1… the planner's rewordings), hyde (by meaning, from a drafted answer), bm25 (keywords), "
+        "exact (the words as written)"
+    )
     text: str
 
 
@@ -108,6 +114,14 @@ async def call(
     return response.json()
 
 
+def written(text: str, refusal: str) -> str:
+    """``text`` when it holds more than whitespace; else a :class:`ToolError` with ``refusal``, the
+    sentence the CLI prints for an empty question or query (before any request to the gateway)."""
+    if not text.strip():
+        raise ToolError(refusal)
+    return text
+
+
 def cited(c: Citation) -> CitedPassage:
     return CitedPassage(
         number=c.number,
@@ -148,7 +162,9 @@ def hindsight_mcp(connect: ConnectGateway) -> MCPServer:
 
     @server.tool()
     async def search(
-        query: Annotated[str, Field(min_length=1, max_length=2000, description="what to look for")],
+        query: Annotated[
+            str, Field(max_length=2000, description="what to look for", json_schema_extra=NOT_BLANK)
+        ],
         ctx: Context,
         mode: Annotated[
             Literal["auto", "semantic", "exact", "hybrid"],
@@ -158,7 +174,7 @@ def hindsight_mcp(connect: ConnectGateway) -> MCPServer:
     ) -> SearchResult:
         """Search the user's notes, documents and Perplexity threads for passages, without writing an
         answer: each passage with its file path, line, score and the search legs that found it."""
-        body = {"query": query, "mode": mode, "limit": limit}
+        body = {"query": written(query, NOTHING_TO_SEARCH), "mode": mode, "limit": limit}
         found = SearchResponse.model_validate(
             await call(connect, ctx, lambda http: http.post("/v1/search", json=body, timeout=60.0))
         )
@@ -178,7 +194,9 @@ def hindsight_mcp(connect: ConnectGateway) -> MCPServer:
 
     @server.tool()
     async def ask(
-        question: Annotated[str, Field(min_length=1, description="the question, in the user's words")],
+        question: Annotated[
+            str, Field(description="the question, in the user's words", json_schema_extra=NOT_BLANK)
+        ],
         ctx: Context,
         conversation_id: Annotated[
             str | None,
@@ -188,7 +206,7 @@ def hindsight_mcp(connect: ConnectGateway) -> MCPServer:
         """Answer a question from the user's own research, citing each claim with [n]: every citation
         has the file's path:line, the exact quote and whether it was verified. For a follow-up
         ("how often is it fed?"), pass the earlier answer's conversation_id."""
-        body: dict[str, Any] = {"question": question}
+        body: dict[str, Any] = {"question": written(question, NOTHING_TO_ASK)}
         if conversation_id:
             body["conversation_id"] = conversation_id
         accepted = await call(connect, ctx, lambda http: http.post("/v1/questions", json=body))

@@ -10,6 +10,8 @@ import httpx
 from shared.contracts import Event
 
 NOT_RUNNING = "Hindsight isn't running — start it with `hindsight up`"
+NOTHING_TO_ASK = 'nothing to ask: write the question, e.g. "What did I find out about …?"'
+NOTHING_TO_SEARCH = 'nothing to search for: write what to look for, e.g. "rye flour"'
 
 
 def explain_refusal(status_code: int, reason: str, retry_after: str | None = None) -> str:

@@ -7,10 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from mcp import Client, StdioServerParameters
-from mcp.types import TextContent
+from mcp.types import CallToolResult, TextContent
 
+from shared.refusals import NOTHING_TO_ASK, NOTHING_TO_SEARCH
 from testing.processes import free_port
 from tests.conftest import REPO
 
@@ -53,26 +55,59 @@ def test_a_command_that_needs_the_gateway_says_it_is_unreachable_without_a_trace
     assert "Traceback" not in result.stdout + result.stderr
 
 
-def test_mcp_tools_say_hindsight_is_not_running_as_the_cli_does(tmp_path: Path) -> None:
-    """``hindsight mcp`` with no gateway: the official client lists the tools, and a call is a tool
-    error with the CLI's sentence, not a crash of the server."""
+def mcp_without_a_gateway(data_dir: Path) -> StdioServerParameters:
+    """``hindsight mcp`` pointed at a port where nothing listens."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
     env.update(
         PYTHONPATH=str(REPO),
-        HINDSIGHT_DATA_DIR=str(tmp_path),
+        HINDSIGHT_DATA_DIR=str(data_dir),
         HINDSIGHT_GATEWAY_URL=f"http://127.0.0.1:{free_port()}",
     )
-    server = StdioServerParameters(
+    return StdioServerParameters(
         command=sys.executable, args=["-m", "cli.main", "mcp"], env=env, cwd=str(REPO)
     )
 
+
+def text_of(result: CallToolResult) -> str:
+    return result.content[0].text if isinstance(result.content[0], TextContent) else ""
+
+
+def test_mcp_tools_say_hindsight_is_not_running_as_the_cli_does(tmp_path: Path) -> None:
+    """``hindsight mcp`` with no gateway: the official client lists the tools, and a call is a tool
+    error with the CLI's sentence, not a crash of the server."""
+
     async def session() -> tuple[set[str], bool, str]:
-        async with Client(server, read_timeout_seconds=60) as client:
+        async with Client(mcp_without_a_gateway(tmp_path), read_timeout_seconds=60) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
             called = await client.call_tool("ask", {"question": "What is my sourdough starter called?"})
-            text = called.content[0].text if isinstance(called.content[0], TextContent) else ""
-            return names, called.is_error, text
+            return names, called.is_error, text_of(called)
 
     names, is_error, text = asyncio.run(session())
     assert names == {"search", "ask", "get_passage", "list_sources"}
     assert is_error and text.endswith("Hindsight isn't running — start it with `hindsight up`")
+
+
+def test_mcp_tools_refuse_an_empty_question_or_query_with_the_cli_s_sentence(tmp_path: Path) -> None:
+    """An empty or blank question (or search query) is refused by the tool itself, before any gateway,
+    with the sentence ``hindsight ask ""`` prints: not a validation dump, not "isn't running"."""
+
+    async def session() -> tuple[dict[str, Any], list[tuple[bool, str]]]:
+        async with Client(mcp_without_a_gateway(tmp_path), read_timeout_seconds=60) as client:
+            schemas = {t.name: t.input_schema["properties"] for t in (await client.list_tools()).tools}
+            calls = [("ask", {"question": q}) for q in ("", "  \n")] + [
+                ("search", {"query": q}) for q in ("", " ")
+            ]
+            return schemas, [
+                (r.is_error, text_of(r)) for r in [await client.call_tool(n, a) for n, a in calls]
+            ]
+
+    schemas, said = asyncio.run(session())
+    for tool, field in (("ask", "question"), ("search", "query")):  # a model still reads the rule
+        assert schemas[tool][field]["minLength"] == 1 and schemas[tool][field]["pattern"] == r"\S"
+    assert (
+        said
+        == [(True, f"Error executing tool ask: {NOTHING_TO_ASK}")] * 2
+        + [(True, f"Error executing tool search: {NOTHING_TO_SEARCH}")] * 2
+    )
+    cli = hindsight(tmp_path, "ask", "")
+    assert cli.returncode == 2 and " ".join(cli.stderr.split()) == NOTHING_TO_ASK

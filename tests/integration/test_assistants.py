@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from shared.mcp_tools import Passage
 from testing.processes import free_port
 from tests.conftest import REPO, run_hindsight
 from tests.gateway.conftest import hindsight_env
@@ -183,6 +185,9 @@ async def every_tool(client: Client, notes: Path) -> None:
     assert not found.is_error and passages[0]["path"] == str(notes / "sourdough.md")
     assert passages[0]["line"] == 1 and "rye" in passages[0]["text"]  # the chunk opens at the heading
     assert passages[0]["score"] > 0 and passages[0]["found_by"]
+    described = Passage.model_fields["found_by"].description or ""  # what a model reads of the legs
+    named = set(re.findall(r"(\w+)(?::N)? \(", described))
+    assert {leg.split(":")[0] for p in passages for leg in p["found_by"]} <= named
 
     first = (await client.call_tool("ask", {"question": FIRST})).structured_content
     follow = await client.call_tool(

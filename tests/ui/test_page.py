@@ -264,6 +264,11 @@ def test_a_follow_up_is_answered_under_its_thread_and_the_permalink_reopens_the_
     expect(page.locator("#answer-question")).to_have_text(FOLLOW_UP)
     page.wait_for_selector("#answer a.cite", timeout=ANSWER_TIMEOUT_MS)
     expect(page.locator("#answer")).to_contain_text("gets fed every Sunday")
+    page.locator("#answer a.cite").first.click()  # the follow-up's own [1]: the feeding line, verified
+    expect(page.locator("#evidence mark")).to_contain_text("gets fed every Sunday")
+    expect(page.locator("#evidence p.muted").first).to_contain_text(
+        f"{stack.library}/samples/notes/sourdough.md:3"
+    )
     expect(page.locator("#searched-for")).to_have_text(
         "Searched for: How often is it fed? (sourdough starter called)"
     )
