@@ -12,7 +12,7 @@ import lancedb
 import numpy as np
 import pytest
 
-from shared.contracts import Chunk, Document, SourceKind
+from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.stores import lancedb_store
 from shared.stores.lancedb_store import LanceDBStore, cleanup_age
 
@@ -167,3 +167,95 @@ def test_a_library_written_before_centroids_gets_them_once_when_opened(tmp_path:
     version = database.open_table(lancedb_store.DOCUMENTS).version
     LanceDBStore(tmp_path, DIMENSION)
     assert database.open_table(lancedb_store.DOCUMENTS).version == version, "opened again: nothing rewritten"
+
+
+# The vector index -------------------------------------------------------------------------------
+
+INDEX_FROM = 400  # rows from which the test stores index their vectors (the product's: 20,000)
+
+
+def clustered_library(
+    store: LanceDBStore, documents: int, first: int = 0, space: str = "Notes"
+) -> np.ndarray:
+    """``documents`` documents of 10 chunks whose vectors lie around 40 topics, as text embeddings do;
+    written in batches, then compacted. The vectors, in write order."""
+    rng = np.random.default_rng(first)
+    topics = np.random.default_rng(7).standard_normal((40, DIMENSION)).astype(np.float32)
+    written = []
+    for batch_start in range(first, first + documents, 20):
+        last = min(batch_start + 20, first + documents)
+        batch = [document(n, [f"w{n}-{i}" for i in range(10)]) for n in range(batch_start, last)]
+        docs = [doc for doc, _ in batch]
+        chunks = [c.model_copy(update={"space": space}) for _, cs in batch for c in cs]
+        vectors = topics[rng.integers(0, 40, len(chunks))] + 0.3 * rng.standard_normal(
+            (len(chunks), DIMENSION)
+        )
+        vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+        store.replace_documents(docs, chunks, vectors)
+        written.append(vectors)
+    store.refresh_indexes()
+    return np.concatenate(written)
+
+
+def vector_indexes(path: Path) -> list[str]:
+    table = lancedb.connect(str(path)).open_table(lancedb_store.CHUNKS)
+    return [index.name for index in table.list_indices() if "vector" in index.columns]
+
+
+LARGE = 900  # documents of 10 chunks: 128 partitions, more than a search probes (ANN_NPROBES)
+
+
+def test_a_library_past_the_threshold_is_searched_through_its_index_and_finds_what_the_exact_scan_finds(
+    tmp_path: Path,
+) -> None:
+    store = LanceDBStore(tmp_path, DIMENSION, vector_index_min_rows=INDEX_FROM)
+    vectors = clustered_library(store, LARGE)
+
+    assert vector_indexes(tmp_path) == [f"{lancedb_store.VECTOR_INDEX_PREFIX}128"], "√9000 → 128 partitions"
+    assert lancedb_store.ANN_NPROBES < 128
+    queries = vectors[::97]
+    exact = [set(np.argsort(-(vectors @ q))[:50].tolist()) for q in queries]
+    found = [
+        {int(h.chunk.document_id[3:]) * 10 + h.chunk.ordinal for h in store.dense_search(q, 50)}
+        for q in queries
+    ]
+    recall = np.mean([len(e & f) / 50 for e, f in zip(exact, found, strict=True)])
+    assert recall >= 0.95, f"recall@50 of the index against the exact scan: {recall:.3f}"
+
+
+def test_a_narrow_filter_on_an_indexed_library_still_gets_every_matching_chunk(tmp_path: Path) -> None:
+    store = LanceDBStore(tmp_path, DIMENSION, vector_index_min_rows=INDEX_FROM)
+    directions = np.random.default_rng(5).standard_normal((8, DIMENSION)).astype(np.float32)
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    for space, direction in enumerate(directions):  # eight small spaces of ten chunks, one direction each
+        doc, chunks = document(5000 + space, [f"small-{i}" for i in range(10)])
+        small = [c.model_copy(update={"space": f"Small {space}"}) for c in chunks]
+        store.replace_document(doc, small, np.tile(direction, (10, 1)))
+    clustered_library(store, LARGE)  # the index is trained on all of it, the small spaces included
+
+    # Each space's chunks sit in the partition farthest from its question, which the first probes miss.
+    for space, direction in enumerate(directions):
+        hits = store.dense_search(-direction, 20, SearchFilters(spaces=[f"Small {space}"]))
+        assert sorted(h.chunk.id for h in hits) == [f"doc{5000 + space}:{i}" for i in range(10)], space
+
+
+def test_the_index_is_trained_again_when_the_library_grows_fourfold_and_only_the_new_one_stays(
+    tmp_path: Path,
+) -> None:
+    store = LanceDBStore(tmp_path, DIMENSION, vector_index_min_rows=INDEX_FROM)
+    clustered_library(store, 40)
+    assert vector_indexes(tmp_path) == [f"{lancedb_store.VECTOR_INDEX_PREFIX}16"]
+    clustered_library(store, 10, first=40)  # 500 rows: new rows join the 16-partition index
+    table = lancedb.connect(str(tmp_path)).open_table(lancedb_store.CHUNKS)
+    stats = table.index_stats(f"{lancedb_store.VECTOR_INDEX_PREFIX}16")
+    assert stats is not None and (stats.num_indexed_rows, stats.num_unindexed_rows) == (500, 0)
+    clustered_library(store, 10, first=50)  # 600 rows: past 512, trained again in 32 partitions
+    assert vector_indexes(tmp_path) == [f"{lancedb_store.VECTOR_INDEX_PREFIX}32"]
+
+
+def test_partitions_are_about_the_square_root_of_the_rows_in_powers_of_two() -> None:
+    assert [lancedb_store.vector_index_partitions(n) for n in (20_000, 100_000, 1_000_000)] == [
+        128,
+        256,
+        1024,
+    ]
