@@ -127,7 +127,7 @@ def measure(
     name: str, root: Path, data: Path, embedder: OnnxEmbedder, settings: Settings, sample: int
 ) -> TreeFigures:
     """Embedder alone, full index, embedder alone again, then the two re-syncs."""
-    settings = settings.model_copy(update={"data_dir": data, "roots": [root]})
+    settings = settings.replace(data_dir=data, roots=[root])
     store = LanceDBStore(settings.store_dir, embedder.dimension)
     request = IndexRequest(job_id="bench", root=str(root))
     passages = sample_passages(root, embedder, settings, sample)
@@ -313,13 +313,16 @@ def main() -> None:
     )
     args = parser.parse_args()
     settings = Settings()
-    embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
+    embedder = OnnxEmbedder(
+        settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
+    )
     print(f"CPU: {cpu_label()}")
+    indexing = settings.indexing
     print(
         f"embedder {embedder.name}: runs of {embedder.plan.run_tokens} tokens, "
         f"{'side by side on the cores' if embedder.plan.side_by_side else 'one at a time on all cores'}; "
-        f"chunks of {settings.chunk_tokens} tokens (overlap {settings.chunk_overlap}), batches of "
-        f"{settings.index_batch_files} files, embedder calls of ~{settings.index_embed_tokens} tokens"
+        f"chunks of {indexing.chunk_tokens} tokens (overlap {indexing.chunk_overlap}), batches of "
+        f"{indexing.index_batch_files} files, embedder calls of ~{indexing.index_embed_tokens} tokens"
     )
     print(f"load average before: {os.getloadavg()[0]:.2f} (1 min)")
     with tempfile.TemporaryDirectory(prefix="hindsight-bench-") as tmp:

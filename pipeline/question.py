@@ -51,6 +51,6 @@ def answer(question: Question, parts: QuestionParts) -> Answer:
     planned = plan(question, llm, StoreIdf(parts.store), settings, StageReport())
     searched = search(planned, parts.retriever, settings, StageReport())
     reranked = rerank(searched, parts.reranker, StageReport())
-    batches = split_into_batches(reranked, settings.map_batch_size)
+    batches = split_into_batches(reranked, settings.synthesis.map_batch_size)
     results = [map_batch(batch, llm, parts.retriever.embedder, settings) for batch in batches]
     return reduce(reranked, results, llm, ReduceLimits.from_settings(settings), StageReport())

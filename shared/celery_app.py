@@ -56,10 +56,13 @@ def task_time_limits(settings: Settings) -> dict[str, dict[str, int]]:
     """Each task's soft and hard time limit: a question stage's, or an index or scrape job's
     (``Settings`` keeps each hard limit below the visibility timeout its messages are under)."""
     question = {
-        "soft_time_limit": settings.question_soft_time_limit_s,
-        "time_limit": settings.question_time_limit_s,
+        "soft_time_limit": settings.tasks.question_soft_time_limit_s,
+        "time_limit": settings.tasks.question_time_limit_s,
     }
-    job = {"soft_time_limit": settings.job_soft_time_limit_s, "time_limit": settings.job_time_limit_s}
+    job = {
+        "soft_time_limit": settings.tasks.job_soft_time_limit_s,
+        "time_limit": settings.tasks.job_time_limit_s,
+    }
     return {task: question if queue in QUESTION_QUEUES else job for task, queue in TASK_QUEUES.items()}
 
 
@@ -81,9 +84,9 @@ def create_app() -> Celery:
         task_track_started=True,
         worker_prefetch_multiplier=4,
         worker_hijack_root_logger=False,
-        result_expires=settings.event_ttl_s,
+        result_expires=settings.tasks.event_ttl_s,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": settings.broker_visibility_timeout_s},
+        broker_transport_options={"visibility_timeout": settings.tasks.broker_visibility_timeout_s},
         # A task finishing while Redis restarts keeps retrying to record its result (and its part of
         # a chord) instead of failing: a lost chord part would hold its whole job up for good.
         result_backend_always_retry=True,
@@ -106,14 +109,14 @@ def question_transport_options(settings: Settings) -> dict[str, Any]:
     because a short timeout passed.
     """
     return {
-        "visibility_timeout": settings.question_visibility_timeout_s,
+        "visibility_timeout": settings.tasks.question_visibility_timeout_s,
         "unacked_key": QUESTION_UNACKED_KEY,
         "unacked_index_key": QUESTION_UNACKED_INDEX_KEY,
         "unacked_mutex_key": QUESTION_UNACKED_MUTEX_KEY,
         # A sweep takes milliseconds; a worker killed during one must not block every sweep for
         # kombu's default five minutes.
-        "unacked_mutex_expire": QUESTION_UNACKED_MUTEX_LIFETIME.ttl_s(settings),
-        "unacked_restore_interval": settings.question_restore_interval_s,
+        "unacked_mutex_expire": QUESTION_UNACKED_MUTEX_LIFETIME.ttl_s(settings.tasks),
+        "unacked_restore_interval": settings.tasks.question_restore_interval_s,
         "unacked_restore_throttle": 1,
     }
 

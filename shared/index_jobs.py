@@ -128,7 +128,7 @@ def allowed_roots(settings: Settings) -> list[Path]:
     """``HINDSIGHT_ROOTS`` (resolved) and the registered roots that are still the folders registered;
     system folders never among them."""
     registered = [root.path for root in registered_roots(settings.roots_file) if root.problem() is None]
-    roots = [*(root.resolve() for root in settings.roots), *registered]
+    roots = [*(root.resolve() for root in settings.indexing.roots), *registered]
     return [root for root in dict.fromkeys(roots) if not is_system_folder(root)]
 
 
@@ -203,7 +203,7 @@ class ProgressTracker:
         )
         pipe.hset(self._key, mapping={"chunks": 0, "t0": time.time()})
         pipe.hdel(self._key, "t1")
-        pipe.expire(self._key, index_progress_key.lifetime.ttl_s(get_settings()))
+        pipe.expire(self._key, index_progress_key.lifetime.ttl_s(get_settings().tasks))
         pipe.delete(self._recorded)
         pipe.execute()
         return self.read() or IndexProgress(job_id=self.job_id, total=total, total_bytes=total_bytes)
@@ -215,7 +215,7 @@ class ProgressTracker:
 
     def record(self, result: IndexFileResult, size_bytes: int) -> IndexProgress:
         """Count the file's result (and its ``size_bytes`` on disk), unless this job already counted it."""
-        failed, ttl = int(result.status == "failed"), index_recorded_key.lifetime.ttl_s(get_settings())
+        failed, ttl = int(result.status == "failed"), index_recorded_key.lifetime.ttl_s(get_settings().tasks)
         self._client.eval(
             RECORD_ONCE, 2, self._key, self._recorded, result.path, failed, result.chunks, ttl, size_bytes
         )

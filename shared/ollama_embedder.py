@@ -76,14 +76,14 @@ class OllamaEmbedder:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OllamaEmbedder:
-        client = ollama.Client(host=settings.ollama_url, timeout=settings.ollama_timeout_s)
+        client = ollama.Client(host=settings.ollama_url, timeout=settings.embedding.ollama_timeout_s)
         return cls(
             client,
-            settings.ollama_embed_model,
+            settings.embedding.ollama_embed_model,
             provisioned_tokenizer_path(settings),
-            dimension=settings.ollama_embed_dimension,
-            batch_size=settings.embed_batch_size,
-            retries=settings.ollama_retries,
+            dimension=settings.embedding.ollama_embed_dimension,
+            batch_size=settings.embedding.embed_batch_size,
+            retries=settings.embedding.ollama_retries,
         )
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:

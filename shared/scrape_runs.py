@@ -22,7 +22,7 @@ _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del
 def try_lock(job_id: str, settings: Settings, client: redis.Redis | None = None) -> str | None:
     """Take the lock for ``job_id``; ``None`` when taken, else the id of the job already running."""
     client = client or redis_client()
-    if client.set(SCRAPE_LOCK_KEY, job_id, nx=True, ex=SCRAPE_LOCK_LIFETIME.ttl_s(settings)):
+    if client.set(SCRAPE_LOCK_KEY, job_id, nx=True, ex=SCRAPE_LOCK_LIFETIME.ttl_s(settings.tasks)):
         return None
     holder = client.get(SCRAPE_LOCK_KEY)
     return str(holder) if holder else try_lock(job_id, settings, client)

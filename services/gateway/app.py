@@ -85,7 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        consumer = StreamMetrics(client, metrics, settings.metrics_poll_s, settings.event_ttl_s)
+        consumer = StreamMetrics(client, metrics, settings.gateway.metrics_poll_s, settings.tasks.event_ttl_s)
         async with running(consumer), api.state.mcp_sessions.run():
             yield
         await client.aclose()
@@ -105,7 +105,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.state.open_streams = Counter()
     api.state.health_cache = HealthCache()
     api.state.mcp_sessions = mcp.mcp_sessions(api)
-    api.add_middleware(RequestBodyGuard, max_bytes=settings.max_request_bytes)
+    api.add_middleware(RequestBodyGuard, max_bytes=settings.gateway.max_request_bytes)
     api.add_middleware(SecurityHeaders, csp=content_security_policy(public.STATIC_DIR / "index.html"))
     api.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings))
     api.add_exception_handler(RequestValidationError, refused_fields)
@@ -124,7 +124,7 @@ def document_settings(api: FastAPI, settings: Settings) -> None:
     """Write the limits that are settings into the schema the app serves (built once, then cached)."""
     schema = api.openapi()
     question = schema["components"]["schemas"]["QuestionRequest"]["properties"]["question"]
-    question["maxLength"] = settings.max_question_chars
+    question["maxLength"] = settings.gateway.max_question_chars
 
 
 async def refused_fields(request: Request, exc: Exception) -> Response:

@@ -33,16 +33,16 @@ def checked_text(question: str, settings: Settings) -> str:
     question = question.strip()
     if not question:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "the question is empty")
-    if len(question) > settings.max_question_chars:
+    if len(question) > settings.gateway.max_question_chars:
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_ENTITY,
-            f"the question is {len(question)} characters; the limit is {settings.max_question_chars}",
+            f"the question is {len(question)} characters; the limit is {settings.gateway.max_question_chars}",
         )
     return question
 
 
 async def refuse_without_workers(settings: Settings) -> None:
-    if not settings.refuse_without_workers:
+    if not settings.gateway.refuse_without_workers:
         return
     missing = await census.without_worker(QUESTION_QUEUES)
     if missing:
@@ -88,7 +88,7 @@ async def accept_question(
     )
     with bind_question(question_id):
         log.info("question accepted", extra={"caller": caller, "chars": len(text)})
-        await track(client, "q", question_id, settings.event_ttl_s)
-        await remember(client, caller, accepted, settings.event_ttl_s)
+        await track(client, "q", question_id, settings.tasks.event_ttl_s)
+        await remember(client, caller, accepted, settings.tasks.event_ttl_s)
         await asyncio.to_thread(start_question, accepted)
     return accepted

@@ -24,8 +24,8 @@ class OpenGatewayRefusedError(RuntimeError):
 
 def refuse_open_on_network(settings: Settings, bind_host: str) -> None:
     """Never listen without keys on a reachable address unless told so in as many words."""
-    open_remote = settings.gateway_auth == "open" and not is_loopback(bind_host)
-    if open_remote and not settings.gateway_allow_open_remote:
+    open_remote = settings.gateway.gateway_auth == "open" and not is_loopback(bind_host)
+    if open_remote and not settings.gateway.gateway_allow_open_remote:
         raise OpenGatewayRefusedError(
             f"refusing to serve without API keys on {bind_host}: anyone who can reach it could read your "
             "research. Create keys (`hindsight keys create`) and set HINDSIGHT_GATEWAY_AUTH=keys, or set "
@@ -35,7 +35,7 @@ def refuse_open_on_network(settings: Settings, bind_host: str) -> None:
 
 def refuse_unconfined_on_network(settings: Settings, bind_host: str) -> None:
     """A gateway others can reach must confine the folders requests may name to configured roots."""
-    if not settings.roots and not is_loopback(bind_host):
+    if not settings.indexing.roots and not is_loopback(bind_host):
         raise OpenGatewayRefusedError(
             f"refusing to serve on {bind_host} without HINDSIGHT_ROOTS: index requests could name any "
             "folder this machine can read. Set HINDSIGHT_ROOTS to the folders Hindsight may index."
@@ -70,7 +70,7 @@ async def authenticate(
     bearer: BearerKey,
 ) -> str:
     """The caller's identity (a key id, or ``open:<address>``), after the per-caller rate limit."""
-    if settings.gateway_auth == "open":
+    if settings.gateway.gateway_auth == "open":
         caller = f"open:{request.client.host if request.client else 'unknown'}"
     else:
         key = presented_key(header_key, bearer)

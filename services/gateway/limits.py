@@ -39,8 +39,8 @@ def rate_budget(request: Request, settings: Settings) -> tuple[str, int, str]:
     """The budget a request counts against: reads (status polls, answers, streams) have their own,
     so a page polling a job's status never uses up the key's questions, searches and index runs."""
     if request.method in READS:
-        return "reads", settings.read_rate_limit_per_minute, "reads"
-    return "work", settings.rate_limit_per_minute, "requests"
+        return "reads", settings.gateway.read_rate_limit_per_minute, "reads"
+    return "work", settings.gateway.rate_limit_per_minute, "requests"
 
 
 async def enforce_rate_limit(
@@ -53,7 +53,7 @@ async def enforce_rate_limit(
     key = rate_key(caller, budget, window)
     pipe = client.pipeline()
     pipe.incr(key)
-    pipe.expire(key, rate_key.lifetime.ttl_s(settings))
+    pipe.expire(key, rate_key.lifetime.ttl_s(settings.tasks))
     count, _ = await pipe.execute()
     if int(count) > per_minute:
         retry_after = int((window + 1) * 60 - now) + 1
@@ -73,13 +73,13 @@ async def enforce_backpressure(
 ) -> None:
     depths = await queue_depths(client)
     waiting = sum(depths[q] for q in queues)
-    bound = settings.backpressure_max_queued
+    bound = settings.gateway.backpressure_max_queued
     if waiting > bound:
         raise too_many(
             request,
             "backpressure",
             f"busy: {waiting} tasks already queued ({', '.join(queues)}; limit {bound}); retry later",
-            settings.backpressure_retry_after_s,
+            settings.gateway.backpressure_retry_after_s,
         )
 
 

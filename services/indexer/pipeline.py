@@ -67,7 +67,7 @@ def begin_scan(
         root = confine_to_roots(Path(request.root), roots, refused_roots(settings))
         if not root.is_dir():
             raise NotADirectoryError(f"{root} is not a folder")
-        found = discover(root, roots, settings.max_file_bytes, settings.max_folder_depth)
+        found = discover(root, roots, settings.indexing.max_file_bytes, settings.indexing.max_folder_depth)
     except (PathOutsideRootsError, OSError) as exc:
         return failed_scan(report, str(exc)), []
     current: dict[str, str] = {}
@@ -75,7 +75,7 @@ def begin_scan(
     refusals, failed_before = Refusals.of(settings), []
     for path in found.files:
         try:
-            digest, size = file_digest(path, settings.max_file_bytes, roots)
+            digest, size = file_digest(path, settings.indexing.max_file_bytes, roots)
         except RefusedFileError as exc:
             found.skip(path, str(refused(exc)))
         except OSError as exc:
@@ -154,8 +154,8 @@ def plan_batches(work: list[IndexFileTask], settings: Settings) -> list[IndexBat
     for task in work:
         if (
             not batches
-            or len(batches[-1]) >= settings.index_batch_files
-            or size + task.size_bytes > settings.index_batch_bytes
+            or len(batches[-1]) >= settings.indexing.index_batch_files
+            or size + task.size_bytes > settings.indexing.index_batch_bytes
         ):
             batches.append([])
             size = 0
@@ -201,8 +201,8 @@ def build_chunks(
     spans = chunk_text(
         loaded.text,
         token_spans,
-        settings.chunk_tokens,
-        settings.chunk_overlap,
+        settings.indexing.chunk_tokens,
+        settings.indexing.chunk_overlap,
         markdown=loaded.kind in MARKUP_KINDS,
         page_ranges=loaded.page_ranges(),
     )
@@ -237,7 +237,11 @@ def load_file(task: IndexFileTask, settings: Settings) -> LoadedDocument | Index
         # The folder resolved, the name not: a file swapped for a symlink is refused by the safe open.
         path = confine_to_roots(Path(task.path).parent, roots, refused_roots(settings)) / Path(task.path).name
         return load_document(
-            path, settings.max_file_bytes, roots, settings.max_document_chars, settings.pdf_time_limit_s
+            path,
+            settings.indexing.max_file_bytes,
+            roots,
+            settings.indexing.max_document_chars,
+            settings.indexing.pdf_time_limit_s,
         )
     except (SkippedFileError, LoadError) as exc:  # the file's content is refused: remember it
         status = "skipped" if isinstance(exc, SkippedFileError) else "failed"
@@ -264,8 +268,8 @@ def prepare_file(task: IndexFileTask, token_spans: TokenSpans, settings: Setting
         metadata=loaded.metadata,
     )
     chunks = build_chunks(document, loaded, token_spans, settings)
-    if len(chunks) > settings.max_document_chunks:
-        reason = f"{len(chunks):,} chunks, over the {settings.max_document_chunks:,} limit"
+    if len(chunks) > settings.indexing.max_document_chunks:
+        reason = f"{len(chunks):,} chunks, over the {settings.indexing.max_document_chunks:,} limit"
         result = IndexFileResult(
             path=task.path, status="skipped", reason=f"{reason} (HINDSIGHT_MAX_DOCUMENT_CHUNKS)"
         )

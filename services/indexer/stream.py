@@ -114,7 +114,7 @@ def index_batches(
     order. ``prepare`` loads and chunks one file (it reports bad input as a result, never raises for
     it); an unexpected error in it or in this code propagates, after the stages stopped."""
     prepared: queue.Queue[PreparedFile | _End | BaseException | None] = queue.Queue(
-        max(1, settings.index_prepare_ahead)
+        max(1, settings.indexing.index_prepare_ahead)
     )
     writes: queue.Queue[_Batch | None] = queue.Queue(2)
     outcomes: list[BatchOutcome | None] = [None] * len(batches)
@@ -145,7 +145,9 @@ def index_batches(
     preparer.start()
     writer.start()
     try:
-        _embed_all(prepared, writes, Embedding(embedder, settings.index_embed_tokens, on_chunks), stop)
+        _embed_all(
+            prepared, writes, Embedding(embedder, settings.indexing.index_embed_tokens, on_chunks), stop
+        )
     finally:
         stop.set()
         writes.put(None)

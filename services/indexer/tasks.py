@@ -93,7 +93,7 @@ def index_files(self: Task, payload: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     settings = get_settings()
     attempts = self.request.retries + 1
-    last = self.request.retries >= settings.index_max_retries
+    last = self.request.retries >= settings.indexing.index_max_retries
     if last and self.request.retries > 0:
         results = park_culprits(batch, settings, attempts)
     else:
@@ -104,7 +104,7 @@ def index_files(self: Task, payload: dict[str, Any]) -> list[dict[str, Any]]:
             if last:  # retries are off: this failed attempt is the only one
                 results = park_culprits(batch, settings, attempts)
             else:
-                backoff = settings.index_retry_backoff_s * 2**self.request.retries
+                backoff = settings.indexing.index_retry_backoff_s * 2**self.request.retries
                 retry_later(batch, attempts, backoff, exc)
                 raise self.retry(exc=exc, countdown=backoff) from exc
     for result in results:

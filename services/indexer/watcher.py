@@ -45,8 +45,8 @@ def main() -> None:
         roots=lambda: watched_roots(registry, settings),
         on_change=submit_scan,
         on_start=submit_scan,
-        debounce_ms=settings.watch_debounce_ms,
-        max_folders=settings.watch_max_folders,
+        debounce_ms=settings.indexing.watch_debounce_ms,
+        max_folders=settings.indexing.watch_max_folders,
     )
     try:
         watcher.run()

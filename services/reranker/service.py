@@ -21,17 +21,19 @@ class Reranker:
 
     def __init__(self, settings: Settings) -> None:
         keep, answerable = calibrated_cuts(settings.reranker_dir)
-        self.threshold = settings.rerank_threshold if settings.rerank_threshold is not None else keep
-        override = settings.rerank_answerable_logit
+        self.threshold = (
+            settings.reranking.rerank_threshold if settings.reranking.rerank_threshold is not None else keep
+        )
+        override = settings.reranking.rerank_answerable_logit
         self.answerable_logit = override if override is not None else answerable
-        self.fallback_k = settings.rerank_fallback_k
+        self.fallback_k = settings.reranking.rerank_fallback_k
         self.encoder: CrossEncoder | None = None
         self.batcher: MicroBatcher | None = None
         try:
             self.encoder = CrossEncoder(
                 settings.reranker_dir,
-                settings.onnx_threads,
-                settings.reranker_precision,
+                settings.embedding.onnx_threads,
+                settings.reranking.reranker_precision,
             )
         except ModelMissingError as exc:
             self.missing_reason = str(exc)
@@ -39,8 +41,8 @@ class Reranker:
             return
         self.batcher = MicroBatcher(
             self.encoder.score_pairs,
-            settings.rerank_batch_size,
-            settings.rerank_max_wait_ms / 1000,
+            settings.reranking.rerank_batch_size,
+            settings.reranking.rerank_max_wait_ms / 1000,
             batches_in_flight=self.encoder.batches_in_flight,
         )
 

@@ -39,7 +39,7 @@ def warm_reranker() -> Reranker:
 @worker_ready.connect
 def _load_and_announce(**_: Any) -> None:
     """Load the model before the first task and keep announcing the mode for /healthz."""
-    start_heartbeat(redis_client(), warm_reranker().status, get_settings().reranker_heartbeat_s)
+    start_heartbeat(redis_client(), warm_reranker().status, get_settings().tasks.reranker_heartbeat_s)
 
 
 @question_task(RERANK_SCORE)

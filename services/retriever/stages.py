@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 def build_retriever(store: VectorStore, embedder: Embedder, llm: LLM | None, settings: Settings) -> Retriever:
     """The retriever a process builds once; without ripgrep the exact leg is reported missing, not fatal."""
     try:
-        exact: ExactSearcher | None = ExactSearcher(store, find_rg(settings.rg_path))
+        exact: ExactSearcher | None = ExactSearcher(store, find_rg(settings.retrieval.rg_path))
     except RipgrepMissingError as exc:
         log.warning("%s", exc)
         exact = None
@@ -46,15 +46,15 @@ def plan(
         question.question,
         question.history,
         llm,
-        timeout_s=settings.planner_timeout_s,
-        max_tokens=settings.planner_max_tokens,
+        timeout_s=settings.retrieval.planner_timeout_s,
+        max_tokens=settings.retrieval.planner_max_tokens,
     )
     outcome = make_plan(
         standalone.question,
         llm,
-        timeout_s=settings.planner_timeout_s,
-        max_tokens=settings.planner_max_tokens,
-        max_keywords=settings.exact_max_keywords,
+        timeout_s=settings.retrieval.planner_timeout_s,
+        max_tokens=settings.retrieval.planner_max_tokens,
+        max_keywords=settings.retrieval.exact_max_keywords,
         idf=idf,
     )
     if question.options.strategy is not None:

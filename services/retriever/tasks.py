@@ -55,4 +55,4 @@ def query(payload: dict[str, Any]) -> dict[str, Any]:
     request = SearchRequest.model_validate(payload)
     settings = get_settings()
     base = RetrievalConfig.from_settings(settings, Strategy.PRECISE)
-    return run_search(request, retriever(), base, settings.exact_max_keywords).to_payload()
+    return run_search(request, retriever(), base, settings.retrieval.exact_max_keywords).to_payload()

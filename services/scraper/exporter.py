@@ -49,15 +49,19 @@ class LibraryExporter:
         self.report = ExportReport(export_dir=str(settings.export_root))
         self.writer = ThreadWriter(settings.export_root)
         self._requested_any = False
-        self.thread_pacer = Pacer(settings.scrape_thread_delay_s, settings.scrape_thread_jitter_s, sleep)
+        self.thread_pacer = Pacer(
+            settings.scraping.scrape_thread_delay_s, settings.scraping.scrape_thread_jitter_s, sleep
+        )
 
     def run(self, refetch_all: bool = False) -> ExportReport:
         try:
             with scrape_session(self.settings) as session:
                 pacer = Pacer(
-                    self.settings.scrape_page_delay_s, self.settings.scrape_page_jitter_s, self.sleep
+                    self.settings.scraping.scrape_page_delay_s,
+                    self.settings.scraping.scrape_page_jitter_s,
+                    self.sleep,
                 )
-                library = discover(session.client, self.settings.scrape_list_page_size, pacer)
+                library = discover(session.client, self.settings.scraping.scrape_list_page_size, pacer)
                 summaries = library.threads
                 self.report.discovered = len(summaries)
                 claim = (
@@ -99,7 +103,7 @@ class LibraryExporter:
             log.warning("skipping %s: %s", label, exc)
             return
         self.report.fetched += 1
-        thread = build_thread(raw.entries, raw.metadata, summary, self.settings.perplexity_base_url)
+        thread = build_thread(raw.entries, raw.metadata, summary, self.settings.scraping.perplexity_base_url)
         if not thread.turns:
             self.report.failed += 1
             self.report.failures.append(f"{label}: the thread came back without entries")

@@ -34,7 +34,7 @@ def sync_once(
     if running:
         log.info("scheduled sync skipped: scrape job %s is still running", running)
         return None
-    client.set(scrape_job_key(job_id), "1", ex=scrape_job_key.lifetime.ttl_s(settings))
+    client.set(scrape_job_key(job_id), "1", ex=scrape_job_key.lifetime.ttl_s(settings.tasks))
     enqueue(ScrapeRequest(job_id=job_id))
     log.info("scheduled sync queued scrape job %s", job_id)
     return job_id
@@ -44,7 +44,7 @@ def run_schedule(
     settings: Settings, stop: threading.Event, sync: Callable[[Settings], object] = sync_once
 ) -> None:
     """Call ``sync`` every period until ``stop`` is set; a failed sync is logged and retried next time."""
-    period = settings.scrape_every.total_seconds()
+    period = settings.scraping.scrape_every.total_seconds()
     while not stop.wait(period):
         try:
             sync(settings)
@@ -54,9 +54,9 @@ def run_schedule(
 
 def start_scheduled_sync(settings: Settings) -> threading.Event | None:
     """Start the schedule in a daemon thread when one is configured; set the returned event to stop it."""
-    if settings.scrape_every.total_seconds() <= 0:
+    if settings.scraping.scrape_every.total_seconds() <= 0:
         return None
     stop = threading.Event()
     threading.Thread(target=run_schedule, args=(settings, stop), name="scrape-schedule", daemon=True).start()
-    log.info("scheduled sync every %s", settings.scrape_every)
+    log.info("scheduled sync every %s", settings.scraping.scrape_every)
     return stop

@@ -90,13 +90,14 @@ class PageTransport:
 
 def chromium_executable(settings: Settings, playwright: Playwright) -> str | None:
     """The configured Chromium, else Playwright's own when installed (``None``), else the system's."""
-    if settings.chromium_path:
-        if not settings.chromium_path.exists():
+    if settings.scraping.chromium_path:
+        if not settings.scraping.chromium_path.exists():
             raise BrowserUnavailable(
-                f"Chromium did not start: there is no {settings.chromium_path} (HINDSIGHT_CHROMIUM_PATH). "
+                f"Chromium did not start: there is no {settings.scraping.chromium_path} "
+                "(HINDSIGHT_CHROMIUM_PATH). "
                 "Install Chromium (`apt-get install chromium`) or point HINDSIGHT_CHROMIUM_PATH at it."
             )
-        return str(settings.chromium_path)
+        return str(settings.scraping.chromium_path)
     if Path(playwright.chromium.executable_path).exists():
         return None
     for name in SYSTEM_CHROMIUMS:
@@ -174,8 +175,10 @@ def open_browser(playwright: Playwright, settings: Settings, headless: bool) -> 
 
 def session_user(page: Page, settings: Settings) -> dict[str, Any] | None:
     """The ``/api/auth/session`` payload when it names a logged-in user, else ``None``."""
-    url = f"{settings.perplexity_base_url.rstrip('/')}/api/auth/session"
-    result = PageTransport(page, settings.scrape_timeout_s).request("GET", url, None, {"accept": "*/*"})
+    url = f"{settings.scraping.perplexity_base_url.rstrip('/')}/api/auth/session"
+    result = PageTransport(page, settings.scraping.scrape_timeout_s).request(
+        "GET", url, None, {"accept": "*/*"}
+    )
     if is_challenge(result):
         raise CloudflareChallenge(CHALLENGE_HINT)
     try:
@@ -251,7 +254,7 @@ def open_library(page: Page, settings: Settings) -> LibraryPage:
     library = LibraryPage(page)
     page.on("response", library.on_response)
     response = goto_library(page, settings)
-    challenged = wait_out_challenge(page, settings.scrape_challenge_wait_s)
+    challenged = wait_out_challenge(page, settings.scraping.scrape_challenge_wait_s)
     if not challenged and response is not None and response.status in (401, 403):
         raise NotLoggedIn(
             f"{page.url} answered {response.status}; the saved login has expired. {RELOGIN_HINT}"
@@ -260,9 +263,11 @@ def open_library(page: Page, settings: Settings) -> LibraryPage:
 
 
 def goto_library(page: Page, settings: Settings) -> Response | None:
-    url = f"{settings.perplexity_base_url.rstrip('/')}/library"
+    url = f"{settings.scraping.perplexity_base_url.rstrip('/')}/library"
     try:
-        return page.goto(url, wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
+        return page.goto(
+            url, wait_until="domcontentloaded", timeout=settings.scraping.scrape_timeout_s * 1000
+        )
     except PlaywrightError as exc:
         raise BrowserUnavailable(f"Could not open {url}: {exc.message.splitlines()[0]}") from exc
 
@@ -270,7 +275,7 @@ def goto_library(page: Page, settings: Settings) -> Response | None:
 def reload_past_challenge(page: Page, settings: Settings) -> None:
     """Open the library page again and wait out the challenge it shows (mid-run challenges)."""
     goto_library(page, settings)
-    wait_out_challenge(page, settings.scrape_challenge_wait_s)
+    wait_out_challenge(page, settings.scraping.scrape_challenge_wait_s)
 
 
 @dataclass
@@ -288,7 +293,7 @@ def scrape_session(settings: Settings) -> Iterator[BrowserSession]:
         raise NotLoggedIn(f"No saved Perplexity login at {state}. {RELOGIN_HINT}")
     with (
         sync_playwright() as playwright,
-        open_browser(playwright, settings, settings.scrape_headless) as browser,
+        open_browser(playwright, settings, settings.scraping.scrape_headless) as browser,
     ):
         context = browser.new_context(storage_state=str(state), user_agent=user_agent(browser))
         page = context.new_page()
@@ -301,11 +306,13 @@ def scrape_session(settings: Settings) -> Iterator[BrowserSession]:
             )
         library.wait_ready()
         policy = RetryPolicy(
-            settings.scrape_max_attempts, settings.scrape_backoff_base_s, settings.scrape_backoff_max_s
+            settings.scraping.scrape_max_attempts,
+            settings.scraping.scrape_backoff_base_s,
+            settings.scraping.scrape_backoff_max_s,
         )
         client = PerplexityClient(
-            PageTransport(page, settings.scrape_timeout_s),
-            settings.perplexity_base_url,
+            PageTransport(page, settings.scraping.scrape_timeout_s),
+            settings.scraping.perplexity_base_url,
             policy,
             api_version=library.api_version,
             clear_challenge=lambda: reload_past_challenge(page, settings),
@@ -323,7 +330,7 @@ def interactive_login(
     detected by polling ``/api/auth/session`` from whichever tab is on Perplexity's origin. The
     browser and user agent are the ones scrapes use.
     """
-    base = settings.perplexity_base_url.rstrip("/")
+    base = settings.scraping.perplexity_base_url.rstrip("/")
     with sync_playwright() as playwright:
         chromium_executable(settings, playwright)  # no browser at all is the first thing to say
         if not headless and not has_desktop():
@@ -342,9 +349,13 @@ def _log_in(
     with open_browser(playwright, settings, headless) as browser:
         context = browser.new_context(user_agent=user_agent(browser))
         page = context.new_page()
-        page.goto(f"{base}/settings", wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
+        page.goto(
+            f"{base}/settings",
+            wait_until="domcontentloaded",
+            timeout=settings.scraping.scrape_timeout_s * 1000,
+        )
         on_waiting(page)
-        deadline = time.monotonic() + settings.scrape_login_timeout_s
+        deadline = time.monotonic() + settings.scraping.scrape_login_timeout_s
         while time.monotonic() < deadline:
             if not context.pages:
                 raise NotLoggedIn("The login window was closed before logging in; nothing was saved.")
@@ -354,7 +365,9 @@ def _log_in(
                     save_state(context, settings.perplexity_state_path)
                     return user
             time.sleep(LOGIN_POLL_S)
-        raise NotLoggedIn(f"No login within {settings.scrape_login_timeout_s:.0f}s; nothing was saved.")
+        raise NotLoggedIn(
+            f"No login within {settings.scraping.scrape_login_timeout_s:.0f}s; nothing was saved."
+        )
 
 
 def _poll_user(tab: Page, base: str, settings: Settings) -> dict[str, Any] | None:

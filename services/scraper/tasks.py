@@ -33,7 +33,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
 @app.task(name=SCRAPE_LIBRARY_CHECK)
 def library_check() -> dict[str, Any]:
     settings = get_settings()
-    return check_library(settings.export_root, settings.max_file_bytes).to_payload()
+    return check_library(settings.export_root, settings.indexing.max_file_bytes).to_payload()
 
 
 @worker_ready.connect

@@ -52,11 +52,11 @@ class ReduceLimits:
     @classmethod
     def from_settings(cls, settings: Settings) -> ReduceLimits:
         return cls(
-            max_facts=settings.narrator_max_facts,
-            token_budget=settings.narrator_token_budget,
-            compress_calls=settings.compress_max_calls,
-            max_llm_claims=settings.verify_max_claims,
-            self_correct=settings.self_correct,
+            max_facts=settings.synthesis.narrator_max_facts,
+            token_budget=settings.synthesis.narrator_token_budget,
+            compress_calls=settings.synthesis.compress_max_calls,
+            max_llm_claims=settings.synthesis.verify_max_claims,
+            self_correct=settings.synthesis.self_correct,
         )
 
 

@@ -82,7 +82,7 @@ def cached_source(
 ) -> SourceFile | None:
     """Keyed by the file's inode, modification time and size, so a file edited since is read again."""
     try:
-        decoded = read_file_text(Path(uri), get_settings().max_file_bytes, roots)
+        decoded = read_file_text(Path(uri), get_settings().indexing.max_file_bytes, roots)
     except (OSError, ValueError):  # gone, unreadable, refused by the safe open (RefusedFileError)
         return None
     return SourceFile.of(decoded.text, kind, body_start)

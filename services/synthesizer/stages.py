@@ -32,7 +32,9 @@ def map_batch(batch: MapBatch, llm: LLM | None, embedder: Embedder | None, setti
     best-scoring whole sentences (scored with ``embedder``)."""
     if llm is None:
         return extract_facts(batch, embedder)
-    return llm_extract_facts(batch, llm, settings.map_passage_chars, settings.map_max_facts)
+    return llm_extract_facts(
+        batch, llm, settings.synthesis.map_passage_chars, settings.synthesis.map_max_facts
+    )
 
 
 def reduce(

@@ -112,7 +112,7 @@ def record_stage(client: redis.Redis, stage: MapStage, ttl_s: int) -> None:
 
 def start_stage(stage: MapStage, batches: list[MapBatch]) -> Signature:
     """Record the stage, to be swept if it stalls; the chord that runs it."""
-    record_stage(redis_client(), stage, map_stage_key.lifetime.ttl_s(get_settings()))
+    record_stage(redis_client(), stage, map_stage_key.lifetime.ttl_s(get_settings().tasks))
     return map_chord(stage, batches)
 
 
@@ -172,8 +172,8 @@ def resume_stalled_stages() -> None:
 
 
 def resume_each_stalled_stage(settings: Settings) -> None:
-    lock_s = MAP_SWEEP_LOCK_LIFETIME.ttl_s(settings)
-    for stage in claim_stalled(redis_client(), settings.question_stall_s, lock_s):
+    lock_s = MAP_SWEEP_LOCK_LIFETIME.ttl_s(settings.tasks)
+    for stage in claim_stalled(redis_client(), settings.tasks.question_stall_s, lock_s):
         question_id = stage.question.question_id
         if is_cancelled(question_id):  # its tasks skip themselves: nothing to wait for
             forget_stage(redis_client(), question_id)
@@ -193,7 +193,7 @@ def resume_each_stalled_stage(settings: Settings) -> None:
             continue
         sent = f"batches {resume.batches}" if resume.batches else "the reduce"
         EventStream(question_id).emit(
-            Stage.RESUME, "done", f"no map progress for {settings.question_stall_s}s: sent {sent} again"
+            Stage.RESUME, "done", f"no map progress for {settings.tasks.question_stall_s}s: sent {sent} again"
         )
 
 
@@ -209,7 +209,7 @@ class ResumeStalledStages(bootsteps.StartStopStep):
 
     def start(self, parent: Any) -> None:
         if TASK_QUEUES[MAP_CHORD.body] in parent.app.amqp.queues.consume_from:
-            interval_s = get_settings().question_stall_check_s
+            interval_s = get_settings().tasks.question_stall_check_s
             self.sweeps = parent.timer.call_repeatedly(interval_s, resume_stalled_stages)
 
     def stop(self, parent: Any) -> None:

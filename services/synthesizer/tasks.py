@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 def map_embedder() -> Embedder | None:
     """The embedder the extractive map scores sentences with; none when an LLM does the map."""
-    return get_embedder() if get_settings().llm == "none" else None
+    return get_embedder() if get_settings().generation.llm == "none" else None
 
 
 @worker_process_init.connect
@@ -50,7 +50,7 @@ def fan_out(self: Task, payload: dict[str, Any]) -> dict[str, Any]:
     reranked = RerankedQuestion.model_validate(payload)
     skip_if_cancelled(reranked.question_id)
     with failing_question(reranked.question_id, Stage.MAP):
-        batch_size = get_settings().map_batch_size
+        batch_size = get_settings().synthesis.map_batch_size
         batches = split_into_batches(reranked, batch_size)
         announced = f"{len(batches)} batches of up to {batch_size} passages"
         EventStream(reranked.question_id).emit(Stage.MAP, "started", announced)

@@ -206,14 +206,14 @@ def connect(settings: Settings) -> Any:
     """A client of the configured server (HTTP and gRPC on the same host)."""
     import weaviate
 
-    url = urlparse(settings.weaviate_url)
+    url = urlparse(settings.storage.weaviate_url)
     secure = url.scheme == "https"
     return weaviate.connect_to_custom(
         http_host=url.hostname or "127.0.0.1",
         http_port=url.port or (443 if secure else 80),
         http_secure=secure,
         grpc_host=url.hostname or "127.0.0.1",
-        grpc_port=settings.weaviate_grpc_port,
+        grpc_port=settings.storage.weaviate_grpc_port,
         grpc_secure=secure,
     )
 
@@ -278,8 +278,10 @@ class WeaviateStore:
         try:
             client = connect(settings)
         except WeaviateBaseError as exc:
-            raise WeaviateStoreError(f"Weaviate at {settings.weaviate_url} cannot be reached: {exc}") from exc
-        return cls(client, settings.weaviate_collection)
+            raise WeaviateStoreError(
+                f"Weaviate at {settings.storage.weaviate_url} cannot be reached: {exc}"
+            ) from exc
+        return cls(client, settings.storage.weaviate_collection)
 
     def _create_collections(self) -> None:
         for config in (chunk_collection_config(self._name), manifest_collection_config(self._name)):

@@ -251,12 +251,12 @@ def file_task(name: str, size: int) -> IndexFileTask:
 
 
 def test_batches_are_bounded_by_file_count_and_bytes_and_a_big_file_goes_alone(settings: Settings) -> None:
-    by_count = settings.model_copy(update={"index_batch_files": 2, "index_batch_bytes": 1_000})
+    by_count = settings.replace(index_batch_files=2, index_batch_bytes=1_000)
     work = [file_task(f"f{i}", 10) for i in range(5)]
     assert [[t.path[3:] for t in b.files] for b in plan_batches(work, by_count)] == [
         ["f0", "f1"], ["f2", "f3"], ["f4"],
     ]  # fmt: skip
-    by_bytes = settings.model_copy(update={"index_batch_files": 10, "index_batch_bytes": 12})
+    by_bytes = settings.replace(index_batch_files=10, index_batch_bytes=12)
     sizes = [6, 6, 6, 20, 1, 5]
     work = [file_task(f"f{i}", size) for i, size in enumerate(sizes)]
     assert [[t.size_bytes for t in b.files] for b in plan_batches(work, by_bytes)] == [
@@ -289,7 +289,7 @@ def test_a_scan_fills_embedder_calls_across_batches_writes_once_per_batch_and_a_
     for i in range(5):
         (docs / f"note-{i}.md").write_text(long_note(f"topic {i}", 4))
     (docs / "note-2b.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf")
-    three_per_batch = settings.model_copy(update={"index_batch_files": 3})
+    three_per_batch = settings.replace(index_batch_files=3)
     report = sync(docs, writes, counting, three_per_batch)
     assert (report.new, report.failed) == (6, 1)
     assert Path(report.failures[0].path).name == "note-2b.pdf"
@@ -314,7 +314,7 @@ def test_embedder_calls_reach_the_token_budget_before_they_run(
 
     for i in range(6):
         (docs / f"note-{i}.md").write_text(long_note(f"topic {i}", 5))
-    budget = settings.model_copy(update={"index_batch_files": 2, "index_embed_tokens": 120})
+    budget = settings.replace(index_batch_files=2, index_embed_tokens=120)
     report = sync(docs, store, Sizing(embedder), budget)
     assert report.new == 6 and report.chunks == store.count_chunks()
     assert len(sizes) > 1 and all(size >= 120 for size in sizes[:-1]), sizes
@@ -326,7 +326,7 @@ def test_a_file_too_big_for_one_embedder_call_is_split_and_each_call_reports_its
     (docs / "big.md").write_text(long_note("sourdough", 60))
     (docs / "small.md").write_text(long_note("rye", 1))
     counting, heard = CountingEmbedder(embedder), []
-    small_calls = settings.model_copy(update={"index_embed_tokens": 120})
+    small_calls = settings.replace(index_embed_tokens=120)
     _, tasks = begin_scan(IndexRequest(job_id="test", root=str(docs)), store, small_calls)
 
     def embedded(task: IndexFileTask, done: int, chunks: int) -> None:
@@ -368,7 +368,7 @@ def test_a_store_write_that_fails_in_the_writing_thread_sends_the_batch_file_by_
 
     for name in ("a", "b", "c", "d"):
         (docs / f"{name}.md").write_text(long_note("poison" if name == "c" else f"bread {name}", 3))
-    two_per_batch = settings.model_copy(update={"index_batch_files": 2})
+    two_per_batch = settings.replace(index_batch_files=2)
     report = sync(docs, RejectingStore(store), embedder, two_per_batch)
     assert report.failed == 1 and Path(report.failures[0].path).name == "c.md"
     assert report.failures[0].reason == "OSError: disk refused the write"

@@ -59,7 +59,7 @@ def stack(
         register_root(settings, root)  # as `hindsight index` does
     local = LocalStack(settings)
     local.up()
-    client = GatewayClient(settings.gateway_url, client_key(settings))
+    client = GatewayClient(settings.gateway.gateway_url, client_key(settings))
 
     def all_queues_served() -> bool:
         try:

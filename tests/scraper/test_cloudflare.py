@@ -22,7 +22,7 @@ def test_a_challenge_that_clears_after_a_few_seconds_is_waited_out(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
     library.challenge_for_s = 2.0
-    settings = logged_in.model_copy(update={"scrape_challenge_wait_s": 15.0})
+    settings = logged_in.replace(scrape_challenge_wait_s=15.0)
 
     report = export_library(settings)
 
@@ -37,7 +37,7 @@ def test_a_challenge_in_the_middle_of_a_run_is_waited_out_on_the_reloaded_page(
         if detail.startswith("new:") and library.challenge_for_s is None:
             library.challenge_for_s = 1.5
 
-    settings = logged_in.model_copy(update={"scrape_challenge_wait_s": 15.0})
+    settings = logged_in.replace(scrape_challenge_wait_s=15.0)
     report = export_library(settings, progress=challenge_after_the_first_write)
 
     assert (report.new, report.failed) == (6, 0)
@@ -80,9 +80,9 @@ def test_headful_by_default_runs_on_a_virtual_display_when_there_is_no_desktop(
     logged_in: Settings, library: ReplayLibrary, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("DISPLAY", raising=False)
-    headful = logged_in.model_copy(update={"scrape_headless": Settings().scrape_headless})
+    headful = logged_in.replace(scrape_headless=Settings().scraping.scrape_headless)
 
     report = export_library(headful)
 
-    assert headful.scrape_headless is False
+    assert headful.scraping.scrape_headless is False
     assert (report.new, report.failed) == (6, 0)

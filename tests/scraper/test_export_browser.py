@@ -177,7 +177,7 @@ def test_a_thread_that_keeps_failing_is_reported_and_skipped(
     report = export_library(logged_in)
 
     assert (report.new, report.failed, report.gone) == (5, 1, 1)
-    assert len(library.requests(path)) == logged_in.scrape_max_attempts
+    assert len(library.requests(path)) == logged_in.scraping.scrape_max_attempts
     assert any("Sourdough" in line and "503" in line for line in report.failures)
     assert not any("Sourdough" in name for name in exported(logged_in))
 

@@ -16,9 +16,9 @@ from shared.settings import Settings
 
 
 def test_the_schedule_is_off_unless_configured() -> None:
-    assert Settings().scrape_every == timedelta(0)
+    assert Settings().scraping.scrape_every == timedelta(0)
     assert start_scheduled_sync(Settings()) is None
-    assert Settings(scrape_every="PT6H").scrape_every == timedelta(hours=6)  # type: ignore[arg-type]
+    assert Settings(scrape_every="PT6H").scraping.scrape_every == timedelta(hours=6)  # type: ignore[arg-type]
 
 
 def test_a_sync_queues_one_run_and_none_while_it_holds_the_lock(redis_env: redis.Redis) -> None:

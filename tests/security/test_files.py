@@ -108,7 +108,7 @@ def test_indexing_a_folder_makes_it_a_root_in_a_private_file_and_system_folders_
 def test_a_scan_of_a_system_folder_is_refused_whatever_the_roots(
     store: LanceDBStore, settings: Settings
 ) -> None:
-    everything = settings.model_copy(update={"roots": [Path("/")]})
+    everything = settings.replace(roots=[Path("/")])
     for folder in ("/proc/self", "/etc", "/"):
         report, work = begin_scan(IndexRequest(job_id="sec", root=folder), store, everything)
         assert report.failed == 1 and not work and report.skipped_files == []
@@ -152,7 +152,7 @@ def test_a_pdf_that_extracts_to_more_text_than_the_cap_is_skipped_with_the_reaso
 ) -> None:
     write_pdf(library / "bomb.pdf", ["many words of text " * 60] * 4)
     (library / "small.md").write_text("# Small\n\nA short note.\n")
-    capped = settings.model_copy(update={"max_document_chars": 2_000})
+    capped = settings.replace(max_document_chars=2_000)
     report = sync(library, store, embedder, capped)
     assert "HINDSIGHT_MAX_DOCUMENT_CHARS" in reasons(report)["bomb.pdf"]
     assert [Path(uri).name for uri in store.manifest(str(library))] == ["small.md"]
@@ -164,7 +164,7 @@ def test_a_document_over_the_chunk_cap_is_skipped_with_the_reason(
     (library / "long.md").write_text(
         "# Long\n\n" + "\n\n".join(f"Paragraph {i} about bread." for i in range(80))
     )
-    report = sync(library, store, embedder, settings.model_copy(update={"max_document_chunks": 2}))
+    report = sync(library, store, embedder, settings.replace(max_document_chunks=2))
     assert "HINDSIGHT_MAX_DOCUMENT_CHUNKS" in reasons(report)["long.md"]
     assert store.count_chunks() == 0
 
@@ -180,7 +180,7 @@ def test_a_scan_keeps_documents_under_hidden_folders_and_other_roots_inside_it(
     (notes / "kept.md").write_text("# Kept\n\nA note in a hidden folder, indexed on its own.\n")
     (library / "projects").mkdir()
     (library / "projects" / "plan.md").write_text("# Plan\n\nA project plan.\n")
-    both = settings.model_copy(update={"roots": [library, notes, library / "projects"]})
+    both = settings.replace(roots=[library, notes, library / "projects"])
     assert sync(notes, store, embedder, both).new == 1
     assert sync(library / "projects", store, embedder, both).new == 1
     (library / "top.md").write_text("# Top\n\nA note at the top.\n")

@@ -90,7 +90,10 @@ async def chat_completions(
 
 def idle_limit(settings: Settings) -> float:
     """How long a question's stream may stay quiet before it counts as stopped (as ``/events``)."""
-    return settings.stream_idle_s or settings.question_stall_s + settings.question_time_limit_s
+    return (
+        settings.gateway.stream_idle_s
+        or settings.tasks.question_stall_s + settings.tasks.question_time_limit_s
+    )
 
 
 def conversation_of(messages: list[ChatMessageIn]) -> tuple[str, list[Turn]]:

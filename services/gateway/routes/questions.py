@@ -118,7 +118,7 @@ async def cancel(
     state = await question_state(client, question_id)
     if state.status != "pending":
         raise HTTPException(status.HTTP_409_CONFLICT, f"the question has already ended ({state.status})")
-    await client.set(cancelled_key(question_id), "1", ex=settings.event_ttl_s)
+    await client.set(cancelled_key(question_id), "1", ex=settings.tasks.event_ttl_s)
     reason = "cancelled by the person who asked"
     await asyncio.to_thread(fail_question, question_id, reason, redis_client(settings.redis_url))
     await forget(client, request.state.caller, question_id)
@@ -135,7 +135,10 @@ async def question_events(
 ) -> EventSourceResponse:
     await refuse_cancelled(client, question_id)
     await require_known_stream(client, "q", question_id)
-    idle_limit_s = settings.stream_idle_s or settings.question_stall_s + settings.question_time_limit_s
+    idle_limit_s = (
+        settings.gateway.stream_idle_s
+        or settings.tasks.question_stall_s + settings.tasks.question_time_limit_s
+    )
     pending = (await question_state(client, question_id)).status == "pending"
     return event_stream(
         request,
