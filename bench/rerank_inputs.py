@@ -34,7 +34,7 @@ def main() -> None:
     embedder = OnnxEmbedder(
         settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
     )
-    keep = RetrievalConfig.from_settings(settings, Strategy.PRECISE).keep
+    keep = RetrievalConfig.from_settings(settings.retrieval, Strategy.PRECISE).keep
     datasets = [load_dataset(folder) for folder in args.dataset_dirs]
     with args.out.open("w") as out:
         for number, (folder, dataset) in enumerate(zip(args.dataset_dirs, datasets, strict=True)):

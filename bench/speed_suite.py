@@ -106,7 +106,7 @@ def standin_reranker(cache: Path) -> tuple[Path, ProvisionReport]:
 
 
 def reranker_rows(settings: Settings, pairs: int, rounds: int) -> list[Row]:
-    reranker = Reranker(settings)
+    reranker = Reranker(settings.reranking, settings.reranker_dir, settings.embedding.onnx_threads)
     if reranker.batcher is None or reranker.encoder is None:
         raise RuntimeError(f"no cross-encoder at {settings.reranker_dir}")
     batcher, threads = reranker.batcher, available_cores()
@@ -270,7 +270,7 @@ def search_latencies(indexes: list[BuiltIndex], settings: Settings, queries: lis
     embedder = OnnxEmbedder(
         settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
     )
-    config = RetrievalConfig.from_settings(settings, Strategy.PRECISE)
+    config = RetrievalConfig.from_settings(settings.retrieval, Strategy.PRECISE)
     searchers = []
     for index in indexes:
         store = LanceDBStore(index.store, embedder.dimension)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import CrossEncoder, calibrated_cuts
@@ -11,7 +12,7 @@ from services.reranker.cutoff import describe, pass_through, select_candidates
 from services.reranker.health import worker_name
 from shared.contracts import Candidate, RerankerStatus, RerankOutcome
 from shared.embedding import ModelMissingError
-from shared.settings import Settings
+from shared.settings import RerankingSettings
 
 log = logging.getLogger(__name__)
 
@@ -19,21 +20,21 @@ log = logging.getLogger(__name__)
 class Reranker:
     """One per worker process: loads the session once and keeps it warm."""
 
-    def __init__(self, settings: Settings) -> None:
-        keep, answerable = calibrated_cuts(settings.reranker_dir)
-        self.threshold = (
-            settings.reranking.rerank_threshold if settings.reranking.rerank_threshold is not None else keep
-        )
-        override = settings.reranking.rerank_answerable_logit
+    def __init__(self, settings: RerankingSettings, model_dir: Path, onnx_threads: int) -> None:
+        """The cross-encoder in ``model_dir`` (its calibrated cuts unless ``settings`` override them),
+        run with ``onnx_threads``; without a model, pass-through with the reason kept."""
+        keep, answerable = calibrated_cuts(model_dir)
+        self.threshold = settings.rerank_threshold if settings.rerank_threshold is not None else keep
+        override = settings.rerank_answerable_logit
         self.answerable_logit = override if override is not None else answerable
-        self.fallback_k = settings.reranking.rerank_fallback_k
+        self.fallback_k = settings.rerank_fallback_k
         self.encoder: CrossEncoder | None = None
         self.batcher: MicroBatcher | None = None
         try:
             self.encoder = CrossEncoder(
-                settings.reranker_dir,
-                settings.embedding.onnx_threads,
-                settings.reranking.reranker_precision,
+                model_dir,
+                onnx_threads,
+                settings.reranker_precision,
             )
         except ModelMissingError as exc:
             self.missing_reason = str(exc)
@@ -41,8 +42,8 @@ class Reranker:
             return
         self.batcher = MicroBatcher(
             self.encoder.score_pairs,
-            settings.reranking.rerank_batch_size,
-            settings.reranking.rerank_max_wait_ms / 1000,
+            settings.rerank_batch_size,
+            settings.rerank_max_wait_ms / 1000,
             batches_in_flight=self.encoder.batches_in_flight,
         )
 

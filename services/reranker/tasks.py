@@ -24,7 +24,8 @@ from shared.topology import RERANK_SCORE
 
 @lru_cache(maxsize=1)
 def _reranker_of(pid: int) -> Reranker:
-    return Reranker(get_settings())
+    settings = get_settings()
+    return Reranker(settings.reranking, settings.reranker_dir, settings.embedding.onnx_threads)
 
 
 def warm_reranker() -> Reranker:

@@ -28,7 +28,7 @@ from services.retriever.fusion import (
 from services.retriever.hyde import HydeDecision, decide_hyde, write_hyde_passage
 from shared.contracts import Candidate, HydeMode, Plan, SearchFilters, Strategy
 from shared.interfaces import LLM, Embedder, Hit, VectorStore
-from shared.settings import Settings
+from shared.settings import RetrievalSettings
 
 LegFamily = Literal["dense", "hyde", "bm25", "exact"]
 ALL_LEGS: frozenset[LegFamily] = frozenset({"dense", "hyde", "bm25", "exact"})
@@ -36,8 +36,8 @@ ALL_LEGS: frozenset[LegFamily] = frozenset({"dense", "hyde", "bm25", "exact"})
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    """The knobs of one search; :meth:`from_settings` reads them for a plan's strategy (the values
-    live in the settings)."""
+    """The knobs of one search; :meth:`from_settings` reads them for a plan's strategy from the
+    retrieval settings, which hold every default (this class has none of its own but the legs)."""
 
     pool: int
     keep: int
@@ -50,43 +50,43 @@ class RetrievalConfig:
     hyde_threshold_score: float
     hyde_threshold_count: int
     k_adjacent: int
-    hyde_weak_writers: tuple[str, ...] = ()
-    lead_bonus: float = 0.0
-    centroid_weight: float = 0.0
-    guard_top: int = 10
-    guard_min_shared: int = 0
+    hyde_weak_writers: tuple[str, ...]
+    lead_bonus: float
+    centroid_weight: float
+    guard_top: int
+    guard_min_shared: int
     legs: frozenset[LegFamily] = ALL_LEGS
 
     @classmethod
     def from_settings(
         cls,
-        settings: Settings,
+        settings: RetrievalSettings,
         strategy: Strategy,
         hyde_mode: HydeMode | None = None,
         k_adjacent: int | None = None,
     ) -> RetrievalConfig:
         return cls(
-            pool=settings.retrieval.pool_size(strategy),
-            keep=settings.retrieval.rerank_inputs(strategy),
-            exact_pool=settings.retrieval.pool_exact,
-            rrf_k=settings.retrieval.rrf_k,
+            pool=settings.pool_size(strategy),
+            keep=settings.rerank_inputs(strategy),
+            exact_pool=settings.pool_exact,
+            rrf_k=settings.rrf_k,
             weights={
-                "dense": settings.retrieval.rrf_weight_dense,
-                "hyde": settings.retrieval.rrf_weight_hyde,
-                "bm25": settings.retrieval.rrf_weight_bm25,
-                "exact": settings.retrieval.rrf_weight_exact,
+                "dense": settings.rrf_weight_dense,
+                "hyde": settings.rrf_weight_hyde,
+                "bm25": settings.rrf_weight_bm25,
+                "exact": settings.rrf_weight_exact,
             },
-            fusion=settings.retrieval.fusion_method,
-            alpha=settings.retrieval.fusion_alpha,
-            hyde_mode=hyde_mode or settings.retrieval.hyde_mode,
-            hyde_threshold_score=settings.retrieval.hyde_threshold_score,
-            hyde_threshold_count=settings.retrieval.hyde_threshold_count,
-            k_adjacent=settings.retrieval.k_adjacent if k_adjacent is None else k_adjacent,
-            hyde_weak_writers=tuple(settings.retrieval.hyde_weak_writers),
-            lead_bonus=settings.retrieval.dense_lead_bonus,
-            centroid_weight=settings.retrieval.dense_centroid_weight,
-            guard_top=settings.retrieval.fusion_guard_top,
-            guard_min_shared=settings.retrieval.fusion_guard_min_shared,
+            fusion=settings.fusion_method,
+            alpha=settings.fusion_alpha,
+            hyde_mode=hyde_mode or settings.hyde_mode,
+            hyde_threshold_score=settings.hyde_threshold_score,
+            hyde_threshold_count=settings.hyde_threshold_count,
+            k_adjacent=settings.k_adjacent if k_adjacent is None else k_adjacent,
+            hyde_weak_writers=tuple(settings.hyde_weak_writers),
+            lead_bonus=settings.dense_lead_bonus,
+            centroid_weight=settings.dense_centroid_weight,
+            guard_top=settings.fusion_guard_top,
+            guard_min_shared=settings.fusion_guard_min_shared,
         )
 
 

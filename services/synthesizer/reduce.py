@@ -31,7 +31,7 @@ from shared.contracts import (
     Verdict,
 )
 from shared.interfaces import LLM, LLMError
-from shared.settings import Settings
+from shared.settings import SynthesisSettings
 from shared.stage_events import ReduceData
 
 PREVIEW_CHARS = 160
@@ -50,13 +50,13 @@ class ReduceLimits:
     self_correct: bool
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ReduceLimits:
+    def from_settings(cls, settings: SynthesisSettings) -> ReduceLimits:
         return cls(
-            max_facts=settings.synthesis.narrator_max_facts,
-            token_budget=settings.synthesis.narrator_token_budget,
-            compress_calls=settings.synthesis.compress_max_calls,
-            max_llm_claims=settings.synthesis.verify_max_claims,
-            self_correct=settings.synthesis.self_correct,
+            max_facts=settings.narrator_max_facts,
+            token_budget=settings.narrator_token_budget,
+            compress_calls=settings.compress_max_calls,
+            max_llm_claims=settings.verify_max_claims,
+            self_correct=settings.self_correct,
         )
 
 

@@ -38,7 +38,7 @@ from shared.redis_keys import (
     MAP_SWEEP_LOCK_LIFETIME,
     map_stage_key,
 )
-from shared.settings import Settings, get_settings
+from shared.settings import TaskSettings, get_settings
 from shared.stage_events import Stage
 from shared.tasking import is_cancelled
 from shared.topology import MAP_CHORD, TASK_QUEUES
@@ -166,14 +166,14 @@ def plan_resume(states: list[str]) -> Resume:
 def resume_stalled_stages() -> None:
     """One sweep; a broker that cannot be reached is logged, and the next sweep retries."""
     try:
-        resume_each_stalled_stage(get_settings())
+        resume_each_stalled_stage(get_settings().tasks)
     except (redis.RedisError, OSError) as exc:
         log.warning("stalled map stages not swept (the next sweep retries): %s", exc)
 
 
-def resume_each_stalled_stage(settings: Settings) -> None:
-    lock_s = MAP_SWEEP_LOCK_LIFETIME.ttl_s(settings.tasks)
-    for stage in claim_stalled(redis_client(), settings.tasks.question_stall_s, lock_s):
+def resume_each_stalled_stage(settings: TaskSettings) -> None:
+    lock_s = MAP_SWEEP_LOCK_LIFETIME.ttl_s(settings)
+    for stage in claim_stalled(redis_client(), settings.question_stall_s, lock_s):
         question_id = stage.question.question_id
         if is_cancelled(question_id):  # its tasks skip themselves: nothing to wait for
             forget_stage(redis_client(), question_id)
@@ -193,7 +193,7 @@ def resume_each_stalled_stage(settings: Settings) -> None:
             continue
         sent = f"batches {resume.batches}" if resume.batches else "the reduce"
         EventStream(question_id).emit(
-            Stage.RESUME, "done", f"no map progress for {settings.tasks.question_stall_s}s: sent {sent} again"
+            Stage.RESUME, "done", f"no map progress for {settings.question_stall_s}s: sent {sent} again"
         )
 
 

@@ -66,7 +66,7 @@ def map_task(payload: dict[str, Any]) -> dict[str, Any]:
     skip_if_cancelled(batch.question_id)
     start = time.perf_counter()
     with failing_question(batch.question_id, f"map batch {batch.batch_index}"):
-        result = map_batch(batch, get_llm(), map_embedder(), get_settings())
+        result = map_batch(batch, get_llm(), map_embedder(), get_settings().synthesis)
     EventStream(batch.question_id).emit(
         Stage.MAP,
         "progress",
@@ -95,7 +95,7 @@ def reduce_answer(results: list[dict[str, Any]], payload: dict[str, Any]) -> dic
             touch_stage(redis_client(), reranked.question_id)
             with EventStream(reranked.question_id).stage(Stage.REDUCE) as report:
                 mapped = [MapResult.model_validate(r) for r in results]
-                limits = ReduceLimits.from_settings(get_settings())
+                limits = ReduceLimits.from_settings(get_settings().synthesis)
                 answer = reduce(reranked, mapped, get_llm(), limits, report)
             answer.timings_ms = {**reranked.timings_ms, Stage.REDUCE: report.elapsed_ms}
             answer.timings_ms["total"] = (time.time() - reranked.started_at) * 1000

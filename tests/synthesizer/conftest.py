@@ -19,7 +19,7 @@ from shared.interfaces import Embedder
 from shared.settings import Settings, get_settings
 from testing.sample_candidates import reranked_question
 
-LIMITS = ReduceLimits.from_settings(Settings())
+LIMITS = ReduceLimits.from_settings(Settings().synthesis)
 
 
 @pytest.fixture(autouse=True)
