@@ -96,7 +96,8 @@ def index_folder(
         IndexRequest(job_id=f"bench-{name}", root=str(root)),
         LanceDBStore(store, embedder.dimension),
         embedder,
-        scoped,
+        scoped.indexing,
+        scoped.data_dir,
     )
     if report.failed:
         raise RuntimeError(f"indexing {root} failed for {report.failed} files: {report.failures[:3]}")

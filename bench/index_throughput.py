@@ -87,7 +87,7 @@ def sample_passages(root: Path, embedder: OnnxEmbedder, settings: Settings, file
             document_id=document_id_for(str(path)),
             content_hash="",
         )
-        passages += prepare_file(task, embedder.token_spans, settings).passages
+        passages += prepare_file(task, embedder.token_spans, settings.indexing, settings.data_dir).passages
     return passages
 
 
@@ -133,15 +133,17 @@ def measure(
     passages = sample_passages(root, embedder, settings, sample)
     before = timed(len(passages), lambda: embedder.embed_documents(passages))
     reports: list[ScanReport] = []
-    index_rate = timed(1, lambda: reports.append(sync_root(request, store, embedder, settings)))
+    index_rate = timed(
+        1, lambda: reports.append(sync_root(request, store, embedder, settings.indexing, settings.data_dir))
+    )
     full = reports[0]
     index_rate = Rate(index_rate.wall * full.chunks, index_rate.cpu * full.chunks)
     after = timed(len(passages), lambda: embedder.embed_documents(passages))
-    unchanged = sync_root(request, store, embedder, settings)
+    unchanged = sync_root(request, store, embedder, settings.indexing, settings.data_dir)
     paths = sorted(root.rglob("*.md"))
     changed_file = paths[len(paths) // 2]
     changed_file.write_text(changed_file.read_text() + "\nOne more sentence about crumb.\n")
-    one_changed = sync_root(request, store, embedder, settings)
+    one_changed = sync_root(request, store, embedder, settings.indexing, settings.data_dir)
     files = full.new + full.changed
     return TreeFigures(name, files, full, unchanged, one_changed, (before, after), index_rate, len(passages))
 

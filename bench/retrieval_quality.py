@@ -141,7 +141,13 @@ def index_corpus(dataset: Dataset, cache: Path, embedder: OnnxEmbedder, settings
         store = LanceDBStore(folder / "store", embedder.dimension)
         started = time.perf_counter()
         confined = settings.replace(roots=[files])  # the bench's own temp folder
-        report = sync_root(IndexRequest(job_id="bench", root=str(files)), store, embedder, confined)
+        report = sync_root(
+            IndexRequest(job_id="bench", root=str(files)),
+            store,
+            embedder,
+            confined.indexing,
+            confined.data_dir,
+        )
         build_s = time.perf_counter() - started
         print(
             f"  indexed {report.new} files, {report.chunks} chunks, {report.failed} failed "
@@ -246,7 +252,7 @@ def trained_reranker(settings: Settings) -> tuple[Reranker | None, str]:
     label = model_label(settings.reranker_dir)
     if label == STANDIN_NAME:
         return None, "only the offline stand-in is provisioned (its scores mean nothing)"
-    reranker = Reranker(settings)
+    reranker = Reranker(settings.reranking, settings.reranker_dir, settings.embedding.onnx_threads)
     if reranker.encoder is None:
         return None, reranker.missing_reason or "the cross-encoder did not load"
     return reranker, label
@@ -261,7 +267,7 @@ def product_candidates(
     full = Retriever(
         corpus.store, embedder, ExactSearcher(corpus.store, find_rg(settings.retrieval.rg_path)), llm
     )
-    product = RetrievalConfig.from_settings(settings, Strategy.PRECISE)
+    product = RetrievalConfig.from_settings(settings.retrieval, Strategy.PRECISE)
 
     def candidates(query: str) -> list[Candidate]:
         plan = rule_based_plan(query, idf, settings.retrieval.exact_max_keywords)
@@ -283,7 +289,7 @@ def build_runs(
     exact = ExactSearcher(store, find_rg(settings.retrieval.rg_path))
     plain = Retriever(store, embedder)
     full = Retriever(store, embedder, exact, llm)
-    product = RetrievalConfig.from_settings(settings, Strategy.PRECISE)
+    product = RetrievalConfig.from_settings(settings.retrieval, Strategy.PRECISE)
     deep = replace(product, pool=depth, keep=depth, hyde_mode=HydeMode.OFF)
     reranker, reranker_note = trained_reranker(settings)
 

@@ -813,7 +813,7 @@ class Settings(BaseSettings):
     @property
     def roots_file(self) -> Path:
         """The folders ``hindsight index`` made roots, one a line (mode 0600)."""
-        return (self.data_dir / "roots.txt").resolve()
+        return roots_file_in(self.data_dir)
 
     @property
     def redis_password_file(self) -> Path:
@@ -824,6 +824,11 @@ class Settings(BaseSettings):
     def cli_key_file(self) -> Path:
         """The local CLI's own key, created by ``hindsight up`` (mode 0600)."""
         return (self.data_dir / "cli.key").resolve()
+
+
+def roots_file_in(data_dir: Path) -> Path:
+    """The file of the folders ``hindsight index`` made roots, in the data folder ``data_dir``."""
+    return (data_dir / "roots.txt").resolve()
 
 
 VALUE_ERROR = "Value error, "

@@ -23,8 +23,8 @@ def main() -> None:
     settings = get_settings()
     configure_logging("gateway")
     try:
-        refuse_open_on_network(settings, settings.gateway.gateway_host)
-        refuse_unconfined_on_network(settings, settings.gateway.gateway_host)
+        refuse_open_on_network(settings.gateway, settings.gateway.gateway_host)
+        refuse_unconfined_on_network(settings.indexing, settings.gateway.gateway_host)
     except OpenGatewayRefusedError as exc:
         raise SystemExit(str(exc)) from exc
     uvicorn.run(

@@ -107,7 +107,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.state.mcp_sessions = mcp.mcp_sessions(api)
     api.add_middleware(RequestBodyGuard, max_bytes=settings.gateway.max_request_bytes)
     api.add_middleware(SecurityHeaders, csp=content_security_policy(public.STATIC_DIR / "index.html"))
-    api.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings))
+    api.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings.gateway))
     api.add_exception_handler(RequestValidationError, refused_fields)
     api.add_exception_handler(StarletteHTTPException, http_error)
     api.add_exception_handler(RedisConnectionError, redis_unreachable)

@@ -33,7 +33,7 @@ import numpy as np
 
 from shared.contracts import Chunk, Document, IndexFileResult, IndexFileTask
 from shared.interfaces import Embedder, VectorStore
-from shared.settings import Settings
+from shared.settings import IndexingSettings
 
 BatchOutcome = list[IndexFileResult] | Exception
 # Called after each embedder call with a file split across calls: the file, its chunks embedded, its chunks.
@@ -107,14 +107,14 @@ def index_batches(
     prepare: Callable[[IndexFileTask], PreparedFile],
     store: VectorStore,
     embedder: Embedder,
-    settings: Settings,
+    settings: IndexingSettings,
     on_chunks: ChunkProgress | None = None,
 ) -> list[BatchOutcome]:
     """Index the batches with the three stages overlapped (module doc); one outcome per batch, in
     order. ``prepare`` loads and chunks one file (it reports bad input as a result, never raises for
     it); an unexpected error in it or in this code propagates, after the stages stopped."""
     prepared: queue.Queue[PreparedFile | _End | BaseException | None] = queue.Queue(
-        max(1, settings.indexing.index_prepare_ahead)
+        max(1, settings.index_prepare_ahead)
     )
     writes: queue.Queue[_Batch | None] = queue.Queue(2)
     outcomes: list[BatchOutcome | None] = [None] * len(batches)
@@ -145,9 +145,7 @@ def index_batches(
     preparer.start()
     writer.start()
     try:
-        _embed_all(
-            prepared, writes, Embedding(embedder, settings.indexing.index_embed_tokens, on_chunks), stop
-        )
+        _embed_all(prepared, writes, Embedding(embedder, settings.index_embed_tokens, on_chunks), stop)
     finally:
         stop.set()
         writes.put(None)

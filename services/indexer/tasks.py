@@ -69,7 +69,7 @@ def scan(payload: dict[str, Any]) -> dict[str, Any]:
         return publish_report(ScanReport(job_id=request.job_id, root=request.root, cancelled=True))
     try:
         with events.stage(Stage.SCAN, f"diffing {request.root} against the manifest") as stage:
-            report, work = begin_scan(request, get_store(), settings)
+            report, work = begin_scan(request, get_store(), settings.indexing, settings.data_dir)
             stage.detail = describe(report)
             stage.data = report
     except Exception as exc:  # the job must still end with a report, or its readers wait forever
@@ -82,7 +82,7 @@ def scan(payload: dict[str, Any]) -> dict[str, Any]:
     if not work:
         return publish_report(finish_report(report, [], time.time() - started))
     callback = index_report.s(report.to_payload(), started)
-    chord(index_files.s(batch.to_payload()) for batch in plan_batches(work, settings))(callback)
+    chord(index_files.s(batch.to_payload()) for batch in plan_batches(work, settings.indexing))(callback)
     return report.to_payload()
 
 
@@ -99,7 +99,9 @@ def index_files(self: Task, payload: dict[str, Any]) -> list[dict[str, Any]]:
     else:
         try:
             embedder, on_chunks = working(batch.job_id), chunk_progress(batch.job_id)
-            results = index_batch(batch.files, get_store(), embedder, settings, on_chunks)
+            results = index_batch(
+                batch.files, get_store(), embedder, settings.indexing, settings.data_dir, on_chunks
+            )
         except Exception as exc:
             if last:  # retries are off: this failed attempt is the only one
                 results = park_culprits(batch, settings, attempts)
@@ -162,7 +164,9 @@ def park_culprits(batch: IndexBatch, settings: Settings, attempts: int) -> list[
     """The last attempt of a failing batch: each file alone, so only files the backend still rejects
     on their own are parked, with the reason."""
     why = f"parked after {attempts} attempts: "
-    return list(index_one_by_one(batch.files, get_store(), get_embedder(), settings, why))
+    return list(
+        index_one_by_one(batch.files, get_store(), get_embedder(), settings.indexing, settings.data_dir, why)
+    )
 
 
 def retry_later(batch: IndexBatch, attempts: int, backoff: float, exc: Exception) -> None:

@@ -36,7 +36,7 @@ def run_scrape_job(
             progress=lambda detail, data: events.emit(STAGE, "progress", detail, data=data),
         )
         queued = export.has_changes
-        root = register_root(settings, Path(export.export_dir)) if queued else None
+        root = register_root(settings.roots_file, Path(export.export_dir)) if queued else None
         stage.detail = (
             f"{export.discovered} threads: {export.new} new, {export.changed} changed, "
             f"{export.unchanged} unchanged, {export.gone} gone, {export.failed} failed"

@@ -49,7 +49,9 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     )
     embedder = OnnxEmbedder(require_embedder() / "all-MiniLM-L6-v2", threads=1)
     store = LanceDBStore(settings.store_dir, embedder.dimension)
-    sync_root(IndexRequest(job_id="fuzz", root=str(library)), store, embedder, settings)
+    sync_root(
+        IndexRequest(job_id="fuzz", root=str(library)), store, embedder, settings.indexing, settings.data_dir
+    )
     ensure_local_key(settings)
     local = LocalStack(settings)
     env = {

@@ -36,7 +36,13 @@ def cite(path: Path) -> Citation:
 def sync(
     root: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings, force: bool = False
 ) -> ScanReport:
-    return sync_root(IndexRequest(job_id="sec", root=str(root), force=force), store, embedder, settings)
+    return sync_root(
+        IndexRequest(job_id="sec", root=str(root), force=force),
+        store,
+        embedder,
+        settings.indexing,
+        settings.data_dir,
+    )
 
 
 def reasons(report: ScanReport) -> dict[str, str]:
@@ -95,14 +101,14 @@ def test_indexing_a_folder_makes_it_a_root_in_a_private_file_and_system_folders_
     tmp_path: Path, library: Path
 ) -> None:
     settings = Settings(data_dir=tmp_path / "data", roots=[Path("/"), Path("/proc")])
-    assert allowed_roots(settings) == []
-    assert register_root(settings, library) == library.resolve()
-    register_root(settings, library)
-    assert allowed_roots(settings) == [library.resolve()]
+    assert allowed_roots(settings.indexing, settings.roots_file) == []
+    assert register_root(settings.roots_file, library) == library.resolve()
+    register_root(settings.roots_file, library)
+    assert allowed_roots(settings.indexing, settings.roots_file) == [library.resolve()]
     assert stat.S_IMODE(settings.roots_file.stat().st_mode) == 0o600
     for system in ("/", "/proc", "/sys", "/dev"):
         with pytest.raises(PathOutsideRootsError):
-            register_root(settings, Path(system))
+            register_root(settings.roots_file, Path(system))
 
 
 def test_a_scan_of_a_system_folder_is_refused_whatever_the_roots(
@@ -110,7 +116,9 @@ def test_a_scan_of_a_system_folder_is_refused_whatever_the_roots(
 ) -> None:
     everything = settings.replace(roots=[Path("/")])
     for folder in ("/proc/self", "/etc", "/"):
-        report, work = begin_scan(IndexRequest(job_id="sec", root=folder), store, everything)
+        report, work = begin_scan(
+            IndexRequest(job_id="sec", root=folder), store, everything.indexing, everything.data_dir
+        )
         assert report.failed == 1 and not work and report.skipped_files == []
 
 
@@ -125,14 +133,18 @@ def test_a_fifo_or_symlink_swapped_in_after_discovery_is_skipped_not_waited_on_o
     secret.write_text("PRIVATE text outside the roots")
     for name in ("fifo.md", "link.md"):
         (library / name).write_text("# Note\n\nA harmless note about bread.\n")
-    _, work = begin_scan(IndexRequest(job_id="sec", root=str(library)), store, settings)
+    _, work = begin_scan(
+        IndexRequest(job_id="sec", root=str(library)), store, settings.indexing, settings.data_dir
+    )
     assert len(work) == 2
 
     os.unlink(library / "fifo.md")
     os.mkfifo(library / "fifo.md")
     os.unlink(library / "link.md")
     (library / "link.md").symlink_to(secret)
-    results = {Path(r.path).name: r for r in index_batch(work, store, embedder, settings)}
+    results = {
+        Path(r.path).name: r for r in index_batch(work, store, embedder, settings.indexing, settings.data_dir)
+    }
     assert results["fifo.md"].status == "skipped" and "not a regular file" in (
         results["fifo.md"].reason or ""
     )
@@ -229,7 +241,8 @@ def test_an_unlistable_subfolder_fails_the_scan_instead_of_deleting_its_document
             "from shared.stores.lancedb_store import LanceDBStore",
             "s = Settings.model_validate_json(sys.argv[1])",
             f"store = LanceDBStore(s.store_dir, {embedder.dimension})",
-            "report, _ = begin_scan(IndexRequest(job_id='sec', root=sys.argv[2]), store, s)",
+            "request = IndexRequest(job_id='sec', root=sys.argv[2])",
+            "report, _ = begin_scan(request, store, s.indexing, s.data_dir)",
             "print(report.model_dump_json())",
         ]
     )

@@ -37,8 +37,8 @@ router = APIRouter(prefix="/v1/index", tags=["index"])
     "", status_code=status.HTTP_202_ACCEPTED, response_model=IndexAccepted, responses=error_responses(403)
 )
 async def index(body: IndexStart, request: Request, client: RedisDep, settings: SettingsDep) -> IndexAccepted:
-    root = confined_folder(body.root, settings)
-    await enforce_backpressure(request, client, INDEX_QUEUES, settings)
+    root = confined_folder(body.root, settings.indexing, settings.roots_file)
+    await enforce_backpressure(request, client, INDEX_QUEUES, settings.gateway)
     job_id = uuid.uuid4().hex
     await track(client, "i", job_id, settings.tasks.event_ttl_s)
     await record_index_job(client, str(root), job_id)

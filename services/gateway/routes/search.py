@@ -37,4 +37,4 @@ async def search(body: SearchRequest, settings: SettingsDep) -> SearchResponse:
         raise HTTPException(
             status.HTTP_502_BAD_GATEWAY, "search failed in the retriever; its log and the gateway's say why"
         ) from exc
-    return await asyncio.to_thread(with_lines, found, allowed_roots(settings))
+    return await asyncio.to_thread(with_lines, found, allowed_roots(settings.indexing, settings.roots_file))
