@@ -65,7 +65,7 @@ def log_in(settings: Settings) -> None:
             soft_wrap=True,
         )
 
-    user = interactive_login(settings, explain)
+    user = interactive_login(settings.scraping, settings.perplexity_state_path, explain)
     name = (user.get("user") or {}).get("email") or "your account"
     console.print(f"Logged in as {name}; saved to {settings.perplexity_state_path}", soft_wrap=True)
 

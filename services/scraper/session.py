@@ -39,7 +39,7 @@ from services.scraper.client import (
     is_challenge,
 )
 from services.scraper.errors import BrowserUnavailable, CloudflareChallenge, NotLoggedIn
-from shared.settings import Settings
+from shared.settings import ScrapingSettings
 
 log = logging.getLogger(__name__)
 
@@ -88,16 +88,16 @@ class PageTransport:
         return HttpResult(**self.page.evaluate(_FETCH_JS, args))
 
 
-def chromium_executable(settings: Settings, playwright: Playwright) -> str | None:
+def chromium_executable(settings: ScrapingSettings, playwright: Playwright) -> str | None:
     """The configured Chromium, else Playwright's own when installed (``None``), else the system's."""
-    if settings.scraping.chromium_path:
-        if not settings.scraping.chromium_path.exists():
+    if settings.chromium_path:
+        if not settings.chromium_path.exists():
             raise BrowserUnavailable(
-                f"Chromium did not start: there is no {settings.scraping.chromium_path} "
+                f"Chromium did not start: there is no {settings.chromium_path} "
                 "(HINDSIGHT_CHROMIUM_PATH). "
                 "Install Chromium (`apt-get install chromium`) or point HINDSIGHT_CHROMIUM_PATH at it."
             )
-        return str(settings.scraping.chromium_path)
+        return str(settings.chromium_path)
     if Path(playwright.chromium.executable_path).exists():
         return None
     for name in SYSTEM_CHROMIUMS:
@@ -149,7 +149,7 @@ def display_env(headless: bool) -> Iterator[dict[str, str | float | bool] | None
 
 
 @contextmanager
-def open_browser(playwright: Playwright, settings: Settings, headless: bool) -> Iterator[Browser]:
+def open_browser(playwright: Playwright, settings: ScrapingSettings, headless: bool) -> Iterator[Browser]:
     """Chromium, headful on a real or virtual display unless ``headless``; closed on exit."""
     executable = chromium_executable(settings, playwright)
     with display_env(headless) as env:
@@ -173,12 +173,10 @@ def open_browser(playwright: Playwright, settings: Settings, headless: bool) -> 
             browser.close()
 
 
-def session_user(page: Page, settings: Settings) -> dict[str, Any] | None:
+def session_user(page: Page, settings: ScrapingSettings) -> dict[str, Any] | None:
     """The ``/api/auth/session`` payload when it names a logged-in user, else ``None``."""
-    url = f"{settings.scraping.perplexity_base_url.rstrip('/')}/api/auth/session"
-    result = PageTransport(page, settings.scraping.scrape_timeout_s).request(
-        "GET", url, None, {"accept": "*/*"}
-    )
+    url = f"{settings.perplexity_base_url.rstrip('/')}/api/auth/session"
+    result = PageTransport(page, settings.scrape_timeout_s).request("GET", url, None, {"accept": "*/*"})
     if is_challenge(result):
         raise CloudflareChallenge(CHALLENGE_HINT)
     try:
@@ -250,11 +248,11 @@ class LibraryPage:
             log.warning("the library page never fetched /rest/userinfo; continuing anyway")
 
 
-def open_library(page: Page, settings: Settings) -> LibraryPage:
+def open_library(page: Page, settings: ScrapingSettings) -> LibraryPage:
     library = LibraryPage(page)
     page.on("response", library.on_response)
     response = goto_library(page, settings)
-    challenged = wait_out_challenge(page, settings.scraping.scrape_challenge_wait_s)
+    challenged = wait_out_challenge(page, settings.scrape_challenge_wait_s)
     if not challenged and response is not None and response.status in (401, 403):
         raise NotLoggedIn(
             f"{page.url} answered {response.status}; the saved login has expired. {RELOGIN_HINT}"
@@ -262,20 +260,18 @@ def open_library(page: Page, settings: Settings) -> LibraryPage:
     return library
 
 
-def goto_library(page: Page, settings: Settings) -> Response | None:
-    url = f"{settings.scraping.perplexity_base_url.rstrip('/')}/library"
+def goto_library(page: Page, settings: ScrapingSettings) -> Response | None:
+    url = f"{settings.perplexity_base_url.rstrip('/')}/library"
     try:
-        return page.goto(
-            url, wait_until="domcontentloaded", timeout=settings.scraping.scrape_timeout_s * 1000
-        )
+        return page.goto(url, wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
     except PlaywrightError as exc:
         raise BrowserUnavailable(f"Could not open {url}: {exc.message.splitlines()[0]}") from exc
 
 
-def reload_past_challenge(page: Page, settings: Settings) -> None:
+def reload_past_challenge(page: Page, settings: ScrapingSettings) -> None:
     """Open the library page again and wait out the challenge it shows (mid-run challenges)."""
     goto_library(page, settings)
-    wait_out_challenge(page, settings.scraping.scrape_challenge_wait_s)
+    wait_out_challenge(page, settings.scrape_challenge_wait_s)
 
 
 @dataclass
@@ -286,14 +282,14 @@ class BrowserSession:
 
 
 @contextmanager
-def scrape_session(settings: Settings) -> Iterator[BrowserSession]:
-    """A browser on ``/library``, logged in with the saved state (headful unless configured not to)."""
-    state = settings.perplexity_state_path
+def scrape_session(settings: ScrapingSettings, state: Path) -> Iterator[BrowserSession]:
+    """A browser on ``/library``, logged in with the saved state in ``state`` (headful unless
+    configured not to)."""
     if not state.exists():
         raise NotLoggedIn(f"No saved Perplexity login at {state}. {RELOGIN_HINT}")
     with (
         sync_playwright() as playwright,
-        open_browser(playwright, settings, settings.scraping.scrape_headless) as browser,
+        open_browser(playwright, settings, settings.scrape_headless) as browser,
     ):
         context = browser.new_context(storage_state=str(state), user_agent=user_agent(browser))
         page = context.new_page()
@@ -306,13 +302,13 @@ def scrape_session(settings: Settings) -> Iterator[BrowserSession]:
             )
         library.wait_ready()
         policy = RetryPolicy(
-            settings.scraping.scrape_max_attempts,
-            settings.scraping.scrape_backoff_base_s,
-            settings.scraping.scrape_backoff_max_s,
+            settings.scrape_max_attempts,
+            settings.scrape_backoff_base_s,
+            settings.scrape_backoff_max_s,
         )
         client = PerplexityClient(
-            PageTransport(page, settings.scraping.scrape_timeout_s),
-            settings.scraping.perplexity_base_url,
+            PageTransport(page, settings.scrape_timeout_s),
+            settings.perplexity_base_url,
             policy,
             api_version=library.api_version,
             clear_challenge=lambda: reload_past_challenge(page, settings),
@@ -322,7 +318,7 @@ def scrape_session(settings: Settings) -> Iterator[BrowserSession]:
 
 
 def interactive_login(
-    settings: Settings, on_waiting: Callable[[Page], None], *, headless: bool = False
+    settings: ScrapingSettings, state: Path, on_waiting: Callable[[Page], None], *, headless: bool = False
 ) -> dict[str, Any]:
     """Open a browser window on ``/settings``, wait for the user to log in, save the storage state.
 
@@ -330,20 +326,25 @@ def interactive_login(
     detected by polling ``/api/auth/session`` from whichever tab is on Perplexity's origin. The
     browser and user agent are the ones scrapes use.
     """
-    base = settings.scraping.perplexity_base_url.rstrip("/")
+    base = settings.perplexity_base_url.rstrip("/")
     with sync_playwright() as playwright:
         chromium_executable(settings, playwright)  # no browser at all is the first thing to say
         if not headless and not has_desktop():
             raise BrowserUnavailable(
                 "Logging in needs a browser window you can see, and this machine has no desktop (DISPLAY "
                 "is unset). Run `hindsight scrape --login` on a machine with one, then copy the saved login "
-                f"({settings.perplexity_state_path.name}) to {settings.perplexity_state_path}."
+                f"({state.name}) to {state}."
             )
-        return _log_in(playwright, settings, on_waiting, headless, base)
+        return _log_in(playwright, settings, state, on_waiting, headless, base)
 
 
 def _log_in(
-    playwright: Playwright, settings: Settings, on_waiting: Callable[[Page], None], headless: bool, base: str
+    playwright: Playwright,
+    settings: ScrapingSettings,
+    state: Path,
+    on_waiting: Callable[[Page], None],
+    headless: bool,
+    base: str,
 ) -> dict[str, Any]:
     """The login window: wait until a tab on Perplexity's origin is logged in, then save the state."""
     with open_browser(playwright, settings, headless) as browser:
@@ -352,25 +353,23 @@ def _log_in(
         page.goto(
             f"{base}/settings",
             wait_until="domcontentloaded",
-            timeout=settings.scraping.scrape_timeout_s * 1000,
+            timeout=settings.scrape_timeout_s * 1000,
         )
         on_waiting(page)
-        deadline = time.monotonic() + settings.scraping.scrape_login_timeout_s
+        deadline = time.monotonic() + settings.scrape_login_timeout_s
         while time.monotonic() < deadline:
             if not context.pages:
                 raise NotLoggedIn("The login window was closed before logging in; nothing was saved.")
             for tab in context.pages:
                 user = _poll_user(tab, base, settings)
                 if user:
-                    save_state(context, settings.perplexity_state_path)
+                    save_state(context, state)
                     return user
             time.sleep(LOGIN_POLL_S)
-        raise NotLoggedIn(
-            f"No login within {settings.scraping.scrape_login_timeout_s:.0f}s; nothing was saved."
-        )
+        raise NotLoggedIn(f"No login within {settings.scrape_login_timeout_s:.0f}s; nothing was saved.")
 
 
-def _poll_user(tab: Page, base: str, settings: Settings) -> dict[str, Any] | None:
+def _poll_user(tab: Page, base: str, settings: ScrapingSettings) -> dict[str, Any] | None:
     if not tab.url.startswith(base):
         return None
     try:
