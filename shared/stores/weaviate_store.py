@@ -37,7 +37,7 @@ from weaviate.util import generate_uuid5
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.interfaces import Hit, ManifestEntry, VectorStoreError
-from shared.settings import Settings
+from shared.settings import StorageSettings
 from shared.stores.records import (
     CHUNK_FIELDS,
     centroids,
@@ -202,18 +202,18 @@ def stored_vector(vector: Any) -> list[float]:
     return list((vector.get("default") or []) if isinstance(vector, dict) else (vector or []))
 
 
-def connect(settings: Settings) -> Any:
+def connect(settings: StorageSettings) -> Any:
     """A client of the configured server (HTTP and gRPC on the same host)."""
     import weaviate
 
-    url = urlparse(settings.storage.weaviate_url)
+    url = urlparse(settings.weaviate_url)
     secure = url.scheme == "https"
     return weaviate.connect_to_custom(
         http_host=url.hostname or "127.0.0.1",
         http_port=url.port or (443 if secure else 80),
         http_secure=secure,
         grpc_host=url.hostname or "127.0.0.1",
-        grpc_port=settings.storage.weaviate_grpc_port,
+        grpc_port=settings.weaviate_grpc_port,
         grpc_secure=secure,
     )
 
@@ -274,14 +274,12 @@ class WeaviateStore:
             self._documents.config.update(description=MANIFEST_DESCRIPTION)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> WeaviateStore:
+    def from_settings(cls, settings: StorageSettings) -> WeaviateStore:
         try:
             client = connect(settings)
         except WeaviateBaseError as exc:
-            raise WeaviateStoreError(
-                f"Weaviate at {settings.storage.weaviate_url} cannot be reached: {exc}"
-            ) from exc
-        return cls(client, settings.storage.weaviate_collection)
+            raise WeaviateStoreError(f"Weaviate at {settings.weaviate_url} cannot be reached: {exc}") from exc
+        return cls(client, settings.weaviate_collection)
 
     def _create_collections(self) -> None:
         for config in (chunk_collection_config(self._name), manifest_collection_config(self._name)):
