@@ -54,7 +54,7 @@ from services.gateway.security import SecurityHeaders, allowed_hosts, content_se
 from services.gateway.streaming import SSE_BLOCK_MS
 from shared.api_keys import KeyFile
 from shared.reconnect import RedisCannotPersistError
-from shared.settings import Settings, get_settings
+from shared.settings import GatewaySettings, Settings, get_settings
 
 log = logging.getLogger(__name__)
 PROTECTED_ROUTERS: list[APIRouter] = [
@@ -116,15 +116,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in PROTECTED_ROUTERS:
         api.include_router(router, dependencies=PROTECTED, responses=PROTECTED_ERRORS)
     api.include_router(public.router)
-    document_settings(api, settings)
+    document_settings(api, settings.gateway)
     return api
 
 
-def document_settings(api: FastAPI, settings: Settings) -> None:
+def document_settings(api: FastAPI, settings: GatewaySettings) -> None:
     """Write the limits that are settings into the schema the app serves (built once, then cached)."""
     schema = api.openapi()
     question = schema["components"]["schemas"]["QuestionRequest"]["properties"]["question"]
-    question["maxLength"] = settings.gateway.max_question_chars
+    question["maxLength"] = settings.max_question_chars
 
 
 async def refused_fields(request: Request, exc: Exception) -> Response:
