@@ -6,6 +6,7 @@ import json
 import shutil
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ SENTENCES = FIT_TEXTS
 QUESTIONS = [question for question, _ in FIT_PAIRS]
 
 
-def reranker_for(model_dir: Path, **overrides: object) -> Reranker:
+def reranker_for(model_dir: Path, **overrides: Any) -> Reranker:
     """A reranker over the model in ``model_dir`` with the reranking settings ``overrides``."""
     return Reranker(RerankingSettings(**overrides), model_dir, onnx_threads=1)
 
