@@ -151,8 +151,7 @@ class GenerationSettings(SettingsGroup):
     llm_extra_buffers: bool = Field(
         default=False,
         description="ggml's extra CPU buffers (AMX, repacked weights); off: they segfault where AMX is "
-        "advertised "
-        "but not granted.",
+        "advertised but not granted.",
     )
 
 
@@ -175,14 +174,13 @@ class IndexingSettings(SettingsGroup):
         default=5_000_000,
         ge=1,
         description="The text a file may extract to (a small PDF can expand to tens of millions of "
-        "characters); "
-        "a file over it is skipped with the reason.",
+        "characters); a file over it is skipped with the reason.",
     )
     pdf_time_limit_s: float = Field(
         default=30.0,
         gt=0,
-        description="Seconds a PDF's text extraction may take before the file is refused (while it runs, not "
-        "after).",
+        description="Seconds a PDF's text extraction may take before the file is refused (while it runs, "
+        "not after).",
     )
     max_document_chunks: int = Field(
         default=10_000,
@@ -199,8 +197,7 @@ class IndexingSettings(SettingsGroup):
         default=32,
         ge=1,
         description="Files one index task loads (at most INDEX_BATCH_BYTES of them on disk, but always at "
-        "least "
-        "one file) and writes to the store in one write.",
+        "least one file) and writes to the store in one write.",
     )
     index_batch_bytes: int = Field(
         default=16 * 1024 * 1024, ge=1, description="Bytes on disk of the files one index task loads at most."
@@ -208,9 +205,8 @@ class IndexingSettings(SettingsGroup):
     index_embed_tokens: int = Field(
         default=8192,
         ge=1,
-        description="Tokens (estimated) of the chunks the indexer hands the embedder per call, filled across "
-        "files "
-        "and batches.",
+        description="Tokens (estimated) of the chunks the indexer hands the embedder per call, filled "
+        "across files and batches.",
     )
     index_prepare_ahead: int = Field(
         default=64, ge=1, description="Files a thread loads and chunks ahead of the embedder."
@@ -230,8 +226,7 @@ class IndexingSettings(SettingsGroup):
         default=10_000,
         ge=1,
         description="Folders one watcher watches at most (one inotify watch each; the machine's user has "
-        "8,192 to "
-        "65,536 in all): beyond it, changes are picked up by the next scan.",
+        "8,192 to 65,536 in all): beyond it, changes are picked up by the next scan.",
     )
 
     @field_validator("roots", mode="before")
@@ -280,8 +275,7 @@ class RetrievalSettings(SettingsGroup):
     hyde_mode: HydeMode = Field(
         default=HydeMode.SUPPLEMENT,
         description="When a hypothetical passage (HyDE) is written and searched: supplement (when the first "
-        "dense "
-        "leg looks weak), fusion (always) or off.",
+        "dense leg looks weak), fusion (always) or off.",
     )
     hyde_threshold_score: float = Field(
         default=0.35, description="Supplement mode: the dense score from which a hit counts as strong."
@@ -294,8 +288,7 @@ class RetrievalSettings(SettingsGroup):
     hyde_weak_writers: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["SmolLM2"],
         description="Comma-separated: supplement mode skips HyDE when the LLM's name contains one of these "
-        "(its "
-        "passages measured to lower nDCG@10: bench/README.md); fusion mode always runs it.",
+        "(its passages measured to lower nDCG@10: bench/README.md); fusion mode always runs it.",
     )
     fusion_method: Literal["rrf", "alpha"] = Field(
         default="alpha",
@@ -316,15 +309,13 @@ class RetrievalSettings(SettingsGroup):
         ge=0.0,
         le=1.0,
         description="A dense hit's share of its document's centroid (the mean of its chunks' vectors) "
-        "against the "
-        "chunk's own score (0: the chunk alone).",
+        "against the chunk's own score (0: the chunk alone).",
     )
     fusion_guard_top: int = Field(
         default=10,
         ge=1,
         description="The α-blend falls back to dense alone when the first dense leg's and BM25's first this "
-        "many "
-        "documents share fewer than FUSION_GUARD_MIN_SHARED.",
+        "many documents share fewer than FUSION_GUARD_MIN_SHARED.",
     )
     fusion_guard_min_shared: int = Field(
         default=0, ge=0, description="Documents the guard wants shared (0: the guard never falls back)."
@@ -413,8 +404,7 @@ class RerankingSettings(SettingsGroup):
     reranker_precision: Literal["auto", "int8", "fp32"] = Field(
         default="auto",
         description="int8 exists only once provisioning verified it against fp32; auto serves whichever "
-        "verified "
-        "precision provisioning measured fastest on this machine.",
+        "verified precision provisioning measured fastest on this machine.",
     )
     rerank_max_wait_ms: float = Field(
         default=10.0,
@@ -443,8 +433,8 @@ class SynthesisSettings(SettingsGroup):
     )
     verify_max_claims: int = Field(
         default=8,
-        description="Claims of an answer the LLM checks against their passages at most (the rest are checked "
-        "without it).",
+        description="Claims of an answer the LLM checks against their passages at most (the rest are "
+        "checked without it).",
     )
     self_correct: bool = Field(
         default=True,
@@ -481,8 +471,7 @@ class TaskSettings(SettingsGroup):
         default=280,
         ge=1,
         description="Past this a question stage's process is killed (prefork pools; the reranker's thread "
-        "pool "
-        "enforces neither limit).",
+        "pool enforces neither limit).",
     )
     job_soft_time_limit_s: int = Field(
         default=3300, ge=1, description="Past this an index or scrape task fails with a clear reason."
@@ -497,10 +486,8 @@ class TaskSettings(SettingsGroup):
     question_stall_s: int = Field(
         default=900,
         description="A map stage with no progress for this long lost a message: the reduce worker sends the "
-        "missing "
-        "batches again. It exceeds the visibility timeout plus a map batch's hard time limit, or a batch "
-        "waiting "
-        "for redelivery would be sent twice.",
+        "missing batches again. It exceeds the visibility timeout plus a map batch's hard time limit, or a "
+        "batch waiting for redelivery would be sent twice.",
     )
     question_stall_check_s: float = Field(
         default=10.0, description="Seconds between the reduce worker's sweeps for stalled map stages."
@@ -570,8 +557,7 @@ class GatewaySettings(SettingsGroup):
     allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Host names the gateway answers to (comma-separated); empty: loopback names, the bind "
-        "address "
-        "and the host of GATEWAY_URL. Any other Host header (DNS rebinding) gets 400.",
+        "address and the host of GATEWAY_URL. Any other Host header (DNS rebinding) gets 400.",
     )
     max_streams_per_key: int = Field(
         default=8, ge=1, description="Event streams one key may hold open on one gateway at once."
@@ -579,10 +565,9 @@ class GatewaySettings(SettingsGroup):
     stream_idle_s: float | None = Field(
         default=None,
         gt=0,
-        description="Seconds without a new event after which an open stream ends with a failed event; unset: "
-        "the "
-        "longest the work's next step may take (QUESTION_STALL_S + QUESTION_TIME_LIMIT_S for questions, "
-        "JOB_TIME_LIMIT_S for index jobs).",
+        description="Seconds without a new event after which an open stream ends with a failed event; "
+        "unset: the longest the work's next step may take (QUESTION_STALL_S + QUESTION_TIME_LIMIT_S for "
+        "questions, JOB_TIME_LIMIT_S for index jobs).",
     )
     health_cache_s: float = Field(
         default=2.0,
@@ -608,8 +593,8 @@ class GatewaySettings(SettingsGroup):
     refuse_without_workers: bool = Field(
         default=True,
         description="A question (or a scrape) is refused (503) while a stage's queue has no live worker; "
-        "false "
-        "where workers are started on demand by queue depth, so a queued task is what brings its worker up.",
+        "false where workers are started on demand by queue depth, so a queued task is what brings its "
+        "worker up.",
     )
     metrics_poll_s: float = Field(
         default=1.0, description="Seconds between the gateway's reads of the queue metrics."
@@ -643,8 +628,8 @@ class ScrapingSettings(SettingsGroup):
     scrape_headless: bool = Field(
         default=False,
         description="Headful by default: Cloudflare challenges headless Chromium. Without a DISPLAY the "
-        "scraper starts "
-        "a virtual one (Xvfb); `hindsight scrape --headless` or this setting skips the window.",
+        "scraper starts a virtual one (Xvfb); `hindsight scrape --headless` or this setting skips the "
+        "window.",
     )
     scrape_challenge_wait_s: float = Field(
         default=20.0,
