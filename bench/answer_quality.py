@@ -225,21 +225,19 @@ def running_over(
     data_dir = Path(tempfile.mkdtemp(prefix="answer-quality-"))
     shutil.copytree(indexed.folder / "store", data_dir / "store")
     port = free_port()
-    settings = base.model_copy(
-        update={
-            "data_dir": data_dir,
-            "models_dir": base.models_dir,
-            "redis_url": f"redis://127.0.0.1:{free_port()}/0",
-            "gateway_port": port,
-            "gateway_url": f"http://127.0.0.1:{port}",
-            "llm": llm,
-        }
+    settings = base.replace(
+        data_dir=data_dir,
+        models_dir=base.models_dir,
+        redis_url=f"redis://127.0.0.1:{free_port()}/0",
+        gateway_port=port,
+        gateway_url=f"http://127.0.0.1:{port}",
+        llm=llm,
     )
     extra_env = {"HINDSIGHT_LLM": llm, "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "1000000"}
     try:
         with service_stack(settings, extra_env):
             # An LLM's map can run minutes between two events: a client that waits for them.
-            yield GatewayClient(settings.gateway_url, client_key(settings), timeout_s=600), indexed
+            yield GatewayClient(settings.gateway.gateway_url, client_key(settings), timeout_s=600), indexed
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 

@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--write", type=Path, default=None, help="a training.json to record the cuts in")
     args = parser.parse_args()
     settings = Settings()
-    encoder = CrossEncoder(args.model or settings.reranker_dir, settings.onnx_threads)
+    encoder = CrossEncoder(args.model or settings.reranker_dir, settings.embedding.onnx_threads)
     rows = [json.loads(line) for line in args.inputs.read_text().splitlines() if line.strip()]
     logits = score_rows(rows, encoder)
     sets = sorted({row["set"] for row in rows})

@@ -96,7 +96,9 @@ class Chaos:
             **self.stack.settings_env(),
         }
         self.specs = {s.name: s for s in [*worker_specs(), gateway_spec()] if s.name != "watcher"}
-        self.client = GatewayClient(self.settings.gateway_url, client_key(self.settings), timeout_s=60)
+        self.client = GatewayClient(
+            self.settings.gateway.gateway_url, client_key(self.settings), timeout_s=60
+        )
         self.rng = random.Random(seed)
         self.revisions: dict[int, int] = {}
         self.tally: Counter[str] = Counter()

@@ -73,7 +73,8 @@ class BuiltIndex:
 
 
 def index_key(corpus_digest: str, embedder: OnnxEmbedder, settings: Settings) -> str:
-    text = f"{corpus_digest}:{settings.chunk_tokens}:{settings.chunk_overlap}:{embedder.name}:sync_root"
+    chunking = f"{settings.indexing.chunk_tokens}:{settings.indexing.chunk_overlap}"
+    text = f"{corpus_digest}:{chunking}:{embedder.name}:sync_root"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -89,13 +90,14 @@ def index_folder(
     copy of that smaller index and only ``root``'s files are added to it."""
     if base is not None:
         shutil.copytree(base.store, store, ignore=shutil.ignore_patterns(BUILD_RECORD))  # not complete yet
-    scoped = settings.model_copy(update={"roots": [root]})
+    scoped = settings.replace(roots=[root])
     started = time.perf_counter()
     report = sync_root(
         IndexRequest(job_id=f"bench-{name}", root=str(root)),
         LanceDBStore(store, embedder.dimension),
         embedder,
-        scoped,
+        scoped.indexing,
+        scoped.data_dir,
     )
     if report.failed:
         raise RuntimeError(f"indexing {root} failed for {report.failed} files: {report.failures[:3]}")
@@ -195,7 +197,11 @@ def chunk_count(markdown: str, path: Path, embedder: OnnxEmbedder, settings: Set
     """How many chunks the indexer will make of this file (same loader, same chunker)."""
     loaded = load_markdown(markdown, path)
     spans = chunk_text(
-        loaded.text, embedder.token_spans, settings.chunk_tokens, settings.chunk_overlap, markdown=True
+        loaded.text,
+        embedder.token_spans,
+        settings.indexing.chunk_tokens,
+        settings.indexing.chunk_overlap,
+        markdown=True,
     )
     return len(spans)
 

@@ -285,14 +285,16 @@ def main() -> None:
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     args = parser.parse_args()
     settings = Settings()
-    embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
+    embedder = OnnxEmbedder(
+        settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
+    )
     sets = [load(dump_set(folder, args.cache_dir, settings, embedder)) for folder in args.dataset_dirs]
     rules = Rules(
-        settings.dense_lead_bonus,
-        settings.dense_centroid_weight,
-        settings.fusion_alpha,
-        settings.pool_precise,
-        settings.pool_exact,
+        settings.retrieval.dense_lead_bonus,
+        settings.retrieval.dense_centroid_weight,
+        settings.retrieval.fusion_alpha,
+        settings.retrieval.pool_precise,
+        settings.retrieval.pool_exact,
     )
     report(sets, rules)
 

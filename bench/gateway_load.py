@@ -57,7 +57,7 @@ def main() -> None:
     latencies: list[float] = []
 
     def one(text: str) -> None:
-        client = GatewayClient(settings.gateway_url, key)
+        client = GatewayClient(settings.gateway.gateway_url, key)
         started = time.perf_counter()
         wait_for_answer(client, client.ask(text))
         latencies.append(time.perf_counter() - started)

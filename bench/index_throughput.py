@@ -87,7 +87,7 @@ def sample_passages(root: Path, embedder: OnnxEmbedder, settings: Settings, file
             document_id=document_id_for(str(path)),
             content_hash="",
         )
-        passages += prepare_file(task, embedder.token_spans, settings).passages
+        passages += prepare_file(task, embedder.token_spans, settings.indexing, settings.data_dir).passages
     return passages
 
 
@@ -127,21 +127,23 @@ def measure(
     name: str, root: Path, data: Path, embedder: OnnxEmbedder, settings: Settings, sample: int
 ) -> TreeFigures:
     """Embedder alone, full index, embedder alone again, then the two re-syncs."""
-    settings = settings.model_copy(update={"data_dir": data, "roots": [root]})
+    settings = settings.replace(data_dir=data, roots=[root])
     store = LanceDBStore(settings.store_dir, embedder.dimension)
     request = IndexRequest(job_id="bench", root=str(root))
     passages = sample_passages(root, embedder, settings, sample)
     before = timed(len(passages), lambda: embedder.embed_documents(passages))
     reports: list[ScanReport] = []
-    index_rate = timed(1, lambda: reports.append(sync_root(request, store, embedder, settings)))
+    index_rate = timed(
+        1, lambda: reports.append(sync_root(request, store, embedder, settings.indexing, settings.data_dir))
+    )
     full = reports[0]
     index_rate = Rate(index_rate.wall * full.chunks, index_rate.cpu * full.chunks)
     after = timed(len(passages), lambda: embedder.embed_documents(passages))
-    unchanged = sync_root(request, store, embedder, settings)
+    unchanged = sync_root(request, store, embedder, settings.indexing, settings.data_dir)
     paths = sorted(root.rglob("*.md"))
     changed_file = paths[len(paths) // 2]
     changed_file.write_text(changed_file.read_text() + "\nOne more sentence about crumb.\n")
-    one_changed = sync_root(request, store, embedder, settings)
+    one_changed = sync_root(request, store, embedder, settings.indexing, settings.data_dir)
     files = full.new + full.changed
     return TreeFigures(name, files, full, unchanged, one_changed, (before, after), index_rate, len(passages))
 
@@ -313,13 +315,16 @@ def main() -> None:
     )
     args = parser.parse_args()
     settings = Settings()
-    embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
+    embedder = OnnxEmbedder(
+        settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
+    )
     print(f"CPU: {cpu_label()}")
+    indexing = settings.indexing
     print(
         f"embedder {embedder.name}: runs of {embedder.plan.run_tokens} tokens, "
         f"{'side by side on the cores' if embedder.plan.side_by_side else 'one at a time on all cores'}; "
-        f"chunks of {settings.chunk_tokens} tokens (overlap {settings.chunk_overlap}), batches of "
-        f"{settings.index_batch_files} files, embedder calls of ~{settings.index_embed_tokens} tokens"
+        f"chunks of {indexing.chunk_tokens} tokens (overlap {indexing.chunk_overlap}), batches of "
+        f"{indexing.index_batch_files} files, embedder calls of ~{indexing.index_embed_tokens} tokens"
     )
     print(f"load average before: {os.getloadavg()[0]:.2f} (1 min)")
     with tempfile.TemporaryDirectory(prefix="hindsight-bench-") as tmp:

@@ -61,7 +61,7 @@ def service_stack(settings: Settings, extra_env: dict[str, str]) -> Iterator[Ser
     os.environ.update(extra_env)
     try:
         stack.up()
-        client = GatewayClient(settings.gateway_url, client_key(settings), timeout_s=120)
+        client = GatewayClient(settings.gateway.gateway_url, client_key(settings), timeout_s=120)
 
         def healthy() -> bool:
             try:

@@ -31,8 +31,10 @@ def main() -> None:
     parser.add_argument("--foreign", type=int, default=60, help="questions of the next set asked of each")
     args = parser.parse_args()
     settings = Settings()
-    embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
-    keep = RetrievalConfig.from_settings(settings, Strategy.PRECISE).keep
+    embedder = OnnxEmbedder(
+        settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
+    )
+    keep = RetrievalConfig.from_settings(settings.retrieval, Strategy.PRECISE).keep
     datasets = [load_dataset(folder) for folder in args.dataset_dirs]
     with args.out.open("w") as out:
         for number, (folder, dataset) in enumerate(zip(args.dataset_dirs, datasets, strict=True)):

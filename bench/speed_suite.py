@@ -106,7 +106,7 @@ def standin_reranker(cache: Path) -> tuple[Path, ProvisionReport]:
 
 
 def reranker_rows(settings: Settings, pairs: int, rounds: int) -> list[Row]:
-    reranker = Reranker(settings)
+    reranker = Reranker(settings.reranking, settings.reranker_dir, settings.embedding.onnx_threads)
     if reranker.batcher is None or reranker.encoder is None:
         raise RuntimeError(f"no cross-encoder at {settings.reranker_dir}")
     batcher, threads = reranker.batcher, available_cores()
@@ -149,7 +149,7 @@ def embedder_rows(dataset: Dataset, settings: Settings, texts: int, rounds: int)
     ]
     questions = list(dataset.queries.values())[:texts]
     reference = SentenceTransformer(str(packaged_minilm_dir()), device="cpu")
-    batch = settings.embed_batch_size
+    batch = settings.embedding.embed_batch_size
 
     def encode(items: list[str]) -> np.ndarray:
         vectors = reference.encode(
@@ -157,7 +157,7 @@ def embedder_rows(dataset: Dataset, settings: Settings, texts: int, rounds: int)
         )
         return np.asarray(vectors)
 
-    onnx = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, batch)
+    onnx = OnnxEmbedder(settings.embedder_dir, settings.embedding.onnx_threads, batch)
     one_core = OnnxEmbedder(settings.embedder_dir, 1, batch)
     onnx_name, torch_name = f"OnnxEmbedder ({onnx.name})", "SentenceTransformer.encode (torch fp32)"
     plan = f"runs of {onnx.plan.run_tokens} tokens{', side by side' if onnx.plan.side_by_side else ''}"
@@ -219,14 +219,12 @@ def question_rows(
     data_dir = work / "data"
     linked_store(data_dir, built.store)
     port = free_port()
-    stack_settings = settings.model_copy(
-        update={
-            "data_dir": data_dir,
-            "models_dir": settings.resolved_models_dir,
-            "redis_url": f"redis://127.0.0.1:{free_port()}/0",
-            "gateway_port": port,
-            "gateway_url": f"http://127.0.0.1:{port}",
-        }
+    stack_settings = settings.replace(
+        data_dir=data_dir,
+        models_dir=settings.resolved_models_dir,
+        redis_url=f"redis://127.0.0.1:{free_port()}/0",
+        gateway_port=port,
+        gateway_url=f"http://127.0.0.1:{port}",
     )
     env = {
         "HINDSIGHT_LLM": "none",
@@ -269,25 +267,31 @@ def question_rows(
 def search_latencies(indexes: list[BuiltIndex], settings: Settings, queries: list[str]) -> list[list[float]]:
     """The retriever's work for a question (rules plan, every leg, fusion: what the search stage does)
     at each index; each query runs on every index in turn, so load spikes hit all sizes alike."""
-    embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
-    config = RetrievalConfig.from_settings(settings, Strategy.PRECISE)
+    embedder = OnnxEmbedder(
+        settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
+    )
+    config = RetrievalConfig.from_settings(settings.retrieval, Strategy.PRECISE)
     searchers = []
     for index in indexes:
         store = LanceDBStore(index.store, embedder.dimension)
-        retriever = Retriever(store, embedder, ExactSearcher(store, find_rg(settings.rg_path)), None)
+        retriever = Retriever(
+            store, embedder, ExactSearcher(store, find_rg(settings.retrieval.rg_path)), None
+        )
         searchers.append((retriever, StoreIdf(store)))
     samples: list[list[float]] = [[] for _ in indexes]
     for n, query in enumerate([*queries[:WARM_UP_QUERIES], *queries]):
         for (retriever, idf), timings in zip(searchers, samples, strict=True):
             started = time.perf_counter()
-            retriever.search(rule_based_plan(query, idf, settings.exact_max_keywords), config)
+            retriever.search(rule_based_plan(query, idf, settings.retrieval.exact_max_keywords), config)
             if n >= WARM_UP_QUERIES:
                 timings.append(time.perf_counter() - started)
     return samples
 
 
 def index_rows(sizes: list[int], cache: Path, settings: Settings, queries: int) -> list[Row]:
-    embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
+    embedder = OnnxEmbedder(
+        settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
+    )
     built, how = chitchat_indexes(sizes, cache, embedder, settings)
     conversations, _ = chitchat_conversations()
     prompts = sorted({c["prompt"] for c in conversations.values() if c.get("prompt")})
@@ -375,7 +379,9 @@ def main(argv: list[str] | None = None) -> None:
         rows += embedder_rows(dataset, settings, args.texts, args.rounds)
     if "questions" in only and dataset is not None:
         print("questions ...", flush=True)
-        embedder = OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
+        embedder = OnnxEmbedder(
+            settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
+        )
         built = pyfaq_index(dataset, args.pyfaq_documents, cache, embedder, settings)
         with tempfile.TemporaryDirectory(prefix="hindsight-speed-") as work:
             rows += question_rows(dataset, built, settings, Path(work), args.questions)

@@ -152,5 +152,5 @@ def default_client() -> GatewayClient:
     """A client of the configured gateway, with this CLI's key when the gateway demands one; refused
     when another local user holds the gateway's port (:func:`refuse_foreign_gateway`)."""
     settings = get_settings()
-    refuse_foreign_gateway(settings.gateway_url)
-    return GatewayClient(settings.gateway_url, client_key(settings))
+    refuse_foreign_gateway(settings.gateway.gateway_url)
+    return GatewayClient(settings.gateway.gateway_url, client_key(settings))

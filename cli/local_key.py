@@ -28,7 +28,7 @@ def stored_local_key(settings: Settings) -> str | None:
 
 def client_key(settings: Settings) -> str | None:
     """The key the CLI sends: ``HINDSIGHT_API_KEY`` if set, else the local key ``hindsight up`` made."""
-    return settings.api_key or stored_local_key(settings)
+    return settings.gateway.api_key or stored_local_key(settings)
 
 
 def ensure_local_key(settings: Settings) -> bool:

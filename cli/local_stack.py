@@ -207,7 +207,7 @@ class LocalStack:
         """Whether the gateway this stack started listens on its port. Raises
         :class:`UntrustedListenerError` when another user's process holds the port, and
         :class:`StackError` when the gateway exited (with the last line of its log)."""
-        host, port = self.settings.gateway_host, self.settings.gateway_port
+        host, port = self.settings.gateway.gateway_host, self.settings.gateway.gateway_port
         refuse_foreign_listener(host, port, "the gateway this stack started")
         if "gateway" not in self.running():
             log = self.run_dir / "gateway.log"
@@ -237,9 +237,9 @@ class LocalStack:
             "HINDSIGHT_DATA_DIR": str(self.settings.data_dir.resolve()),
             "HINDSIGHT_MODELS_DIR": str(self.settings.resolved_models_dir),
             "HINDSIGHT_REDIS_URL": stack_redis_url(self.settings),
-            "HINDSIGHT_GATEWAY_HOST": self.settings.gateway_host,
-            "HINDSIGHT_GATEWAY_PORT": str(self.settings.gateway_port),
-            "HINDSIGHT_GATEWAY_AUTH": self.settings.gateway_auth,
+            "HINDSIGHT_GATEWAY_HOST": self.settings.gateway.gateway_host,
+            "HINDSIGHT_GATEWAY_PORT": str(self.settings.gateway.gateway_port),
+            "HINDSIGHT_GATEWAY_AUTH": self.settings.gateway.gateway_auth,
             "HINDSIGHT_API_KEYS_FILE": str(self.settings.keys_file),
         }
 

@@ -169,7 +169,7 @@ def index(
     root = root.absolute()  # not resolved: a registered folder replaced by a link must be seen as such
     try:
         if watch:
-            index_and_watch(default_client(), root, get_settings().watch_debounce_ms, re_register)
+            index_and_watch(default_client(), root, get_settings().indexing.watch_debounce_ms, re_register)
             return
         report = run_index(default_client(), root, force, re_register)
     except KeyboardInterrupt:
@@ -370,7 +370,7 @@ def main() -> None:
 
 def unreachable(exc: httpx.TransportError) -> str:
     """What to say when the gateway does not answer."""
-    return f"[red]{transport_failure(exc)}[/red] (gateway: {get_settings().gateway_url})"
+    return f"[red]{transport_failure(exc)}[/red] (gateway: {get_settings().gateway.gateway_url})"
 
 
 def invalid_input(exc: ValidationError) -> str:

@@ -41,16 +41,22 @@ class QuestionParts:
         embedder = create_embedder(settings)
         store = create_store(settings, embedder)
         llm = create_llm(settings)
-        retriever = build_retriever(store, embedder, llm, settings)
-        return cls(settings, store, retriever, Reranker(settings), llm)
+        retriever = build_retriever(store, embedder, llm, settings.retrieval)
+        return cls(
+            settings,
+            store,
+            retriever,
+            Reranker(settings.reranking, settings.reranker_dir, settings.embedding.onnx_threads),
+            llm,
+        )
 
 
 def answer(question: Question, parts: QuestionParts) -> Answer:
     """Every stage of the question chain, in order, in this process."""
     settings, llm = parts.settings, parts.llm
-    planned = plan(question, llm, StoreIdf(parts.store), settings, StageReport())
-    searched = search(planned, parts.retriever, settings, StageReport())
+    planned = plan(question, llm, StoreIdf(parts.store), settings.retrieval, StageReport())
+    searched = search(planned, parts.retriever, settings.retrieval, StageReport())
     reranked = rerank(searched, parts.reranker, StageReport())
-    batches = split_into_batches(reranked, settings.map_batch_size)
-    results = [map_batch(batch, llm, parts.retriever.embedder, settings) for batch in batches]
-    return reduce(reranked, results, llm, ReduceLimits.from_settings(settings), StageReport())
+    batches = split_into_batches(reranked, settings.synthesis.map_batch_size)
+    results = [map_batch(batch, llm, parts.retriever.embedder, settings.synthesis) for batch in batches]
+    return reduce(reranked, results, llm, ReduceLimits.from_settings(settings.synthesis), StageReport())

@@ -15,13 +15,15 @@ from shared.settings import Settings, get_settings
 
 
 def create_embedder(settings: Settings) -> Embedder:
-    if settings.embedder == "ollama":
+    if settings.embedding.embedder == "ollama":
         from shared.ollama_embedder import OllamaEmbedder
 
-        return OllamaEmbedder.from_settings(settings)
+        return OllamaEmbedder.from_settings(settings.embedding, settings.ollama_url, settings.embedder_dir)
     from shared.embedding import OnnxEmbedder
 
-    return OnnxEmbedder(settings.embedder_dir, settings.onnx_threads, settings.embed_batch_size)
+    return OnnxEmbedder(
+        settings.embedder_dir, settings.embedding.onnx_threads, settings.embedding.embed_batch_size
+    )
 
 
 def create_store(settings: Settings, embedder: Embedder) -> VectorStore:
@@ -30,10 +32,10 @@ def create_store(settings: Settings, embedder: Embedder) -> VectorStore:
 
 def open_store(settings: Settings, dimension: int) -> VectorStore:
     """The configured store, for vectors of ``dimension`` values."""
-    if settings.store == "weaviate":
+    if settings.storage.store == "weaviate":
         from shared.stores.weaviate_store import WeaviateStore
 
-        return WeaviateStore.from_settings(settings)
+        return WeaviateStore.from_settings(settings.storage)
     from shared.stores.lancedb_store import LanceDBStore
 
     return LanceDBStore(settings.store_dir, dimension)
@@ -42,8 +44,8 @@ def open_store(settings: Settings, dimension: int) -> VectorStore:
 def clear_store(settings: Settings) -> None:
     """Empty the configured store (``hindsight reset``) through its own :meth:`~VectorStore.clear`,
     without loading an embedding model: the dimension is the configured embedder's."""
-    if settings.embedder == "ollama":
-        dimension = settings.ollama_embed_dimension
+    if settings.embedding.embedder == "ollama":
+        dimension = settings.embedding.ollama_embed_dimension
     else:
         from shared.embedding import OnnxEmbedder
 
@@ -53,11 +55,11 @@ def clear_store(settings: Settings) -> None:
 
 def create_llm(settings: Settings) -> LLM | None:
     """The configured chat model, or ``None`` for the extractive mode."""
-    if settings.llm == "none":
+    if settings.generation.llm == "none":
         return None
     from shared.llms import create_llm as create_chat_model
 
-    return create_chat_model(settings)
+    return create_chat_model(settings.generation, settings.ollama_url)
 
 
 @lru_cache(maxsize=1)

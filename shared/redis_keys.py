@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shared.settings import Settings
+from shared.settings import TaskSettings
 
 PREFIX = "hindsight:"
 
@@ -23,9 +23,9 @@ class Lifetime:
     """How long a key lives: ``of(settings)`` seconds after its last write, or until deleted when ``of``
     is ``None``."""
 
-    of: Callable[[Settings], float] | None = None
+    of: Callable[[TaskSettings], float] | None = None
 
-    def ttl_s(self, settings: Settings) -> int:
+    def ttl_s(self, settings: TaskSettings) -> int:
         """Seconds to pass as the key's expiry (at least one); a key kept until deleted has none."""
         if self.of is None:
             raise ValueError("this key is kept until deleted: it has no expiry")

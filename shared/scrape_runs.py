@@ -13,13 +13,13 @@ from shared.celery_app import app
 from shared.contracts import ScrapeRequest
 from shared.events import redis_client
 from shared.redis_keys import SCRAPE_LOCK_KEY, SCRAPE_LOCK_LIFETIME
-from shared.settings import Settings
+from shared.settings import TaskSettings
 from shared.topology import SCRAPE_RUN
 
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
 
-def try_lock(job_id: str, settings: Settings, client: redis.Redis | None = None) -> str | None:
+def try_lock(job_id: str, settings: TaskSettings, client: redis.Redis | None = None) -> str | None:
     """Take the lock for ``job_id``; ``None`` when taken, else the id of the job already running."""
     client = client or redis_client()
     if client.set(SCRAPE_LOCK_KEY, job_id, nx=True, ex=SCRAPE_LOCK_LIFETIME.ttl_s(settings)):

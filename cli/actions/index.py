@@ -175,7 +175,7 @@ def run_index(
     delete more than half of the folder's documents. Ctrl-C (``KeyboardInterrupt``) cancels the job,
     says how far it got, and is raised again."""
     try:
-        root = register_root(get_settings(), root, again)
+        root = register_root(get_settings().roots_file, root, again)
     except PathOutsideRootsError as exc:
         console.print(f"[red]not indexed[/red]: {shown(exc)}")
         return None

@@ -128,7 +128,7 @@ def gateway_search(export_root: Path, sleep: Callable[[float], None] = time.slee
 def library_check(settings: Settings, search: Search | None) -> tuple[LibraryCheck, list[KnownItem]]:
     """Print the check of the export folder, then the known-item search unless ``search`` is
     ``None``; a gateway that cannot be reached is said in one line, the check stays printed."""
-    check = check_library(settings.export_root, settings.max_file_bytes)
+    check = check_library(settings.export_root, settings.indexing.max_file_bytes)
     print_check(check)
     if search is None:
         return check, []

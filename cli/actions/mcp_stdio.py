@@ -20,7 +20,7 @@ def serve_stdio() -> None:
     headers = {"X-API-Key": key} if key else {}
 
     def connect(_: Context) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=settings.gateway_url, headers=headers, timeout=60)
+        return httpx.AsyncClient(base_url=settings.gateway.gateway_url, headers=headers, timeout=60)
 
     server = hindsight_mcp(connect)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per tool call on stderr

@@ -40,7 +40,7 @@ AGAIN = "run `hindsight scrape` again"
 def settings_for(export_dir: Path | None) -> Settings:
     """The settings, with the export folder the command line named."""
     settings = get_settings()
-    return settings.model_copy(update={"export_dir": export_dir}) if export_dir else settings
+    return settings.replace(export_dir=export_dir) if export_dir else settings
 
 
 def print_report(report: ExportReport) -> None:
@@ -60,12 +60,12 @@ def log_in(settings: Settings) -> None:
 
     def explain(_page: object) -> None:
         console.print(
-            f"A browser window is open on {settings.perplexity_base_url}. Log in there (solve any "
-            f"challenge); this continues by itself within {settings.scrape_login_timeout_s:.0f}s.",
+            f"A browser window is open on {settings.scraping.perplexity_base_url}. Log in there (solve any "
+            f"challenge); this continues by itself within {settings.scraping.scrape_login_timeout_s:.0f}s.",
             soft_wrap=True,
         )
 
-    user = interactive_login(settings, explain)
+    user = interactive_login(settings.scraping, settings.perplexity_state_path, explain)
     name = (user.get("user") or {}).get("email") or "your account"
     console.print(f"Logged in as {name}; saved to {settings.perplexity_state_path}", soft_wrap=True)
 
@@ -167,11 +167,11 @@ def import_data_export(settings: Settings, file: Path) -> ExportReport:
     return import_threads(
         settings,
         lambda s: threads_from_data_export(
-            file, s.perplexity_base_url, max(s.max_file_bytes, DATA_EXPORT_MAX_BYTES)
+            file, s.scraping.perplexity_base_url, max(s.indexing.max_file_bytes, DATA_EXPORT_MAX_BYTES)
         ),
     )
 
 
 def import_markdown_dir(settings: Settings, directory: Path) -> ExportReport:
     """Per-thread Markdown downloaded from Perplexity (``Title.md``, ``Title(2).md``, ...)."""
-    return import_threads(settings, lambda s: threads_from_markdown_dir(directory, s.max_file_bytes))
+    return import_threads(settings, lambda s: threads_from_markdown_dir(directory, s.indexing.max_file_bytes))

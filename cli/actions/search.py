@@ -60,7 +60,7 @@ def search_passages(request: SearchRequest, as_json: bool = False) -> SearchResp
     """Search without synthesis and print the ranked passages with how each was found, or the
     response as JSON; ``None`` and the reason printed when the search failed."""
     try:
-        result = default_client().search(request, get_settings().search_timeout_s + 5)
+        result = default_client().search(request, get_settings().retrieval.search_timeout_s + 5)
     except GatewayError as exc:
         error_console.print(f"[red]search failed[/red]: {exc}", soft_wrap=True)
         return None

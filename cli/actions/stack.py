@@ -29,7 +29,7 @@ READY_TIMEOUT_S = 120
 def missing_embedder(settings: Settings) -> str | None:
     """Why the workers could not embed, or None: the ONNX embedder's model (or, for Ollama, the
     tokenizer that sizes chunks) must be provisioned in the models folder this data folder uses."""
-    needed = settings.embedder_dir / (MODEL_FILE if settings.embedder == "onnx" else TOKENIZER_FILE)
+    needed = settings.embedder_dir / (MODEL_FILE if settings.embedding.embedder == "onnx" else TOKENIZER_FILE)
     if needed.exists():
         return None
     return (
@@ -46,7 +46,7 @@ def start_stack(wait: bool = True) -> None:
     if missing:
         raise StackError(missing)
     warn_if_root()
-    created = settings.gateway_auth == "keys" and ensure_local_key(settings)
+    created = settings.gateway.gateway_auth == "keys" and ensure_local_key(settings)
     if created:
         console.print(f"created an API key for this CLI in {settings.cli_key_file} (mode 0600)")
     stack = LocalStack(settings)
@@ -84,9 +84,11 @@ def describe_access(new_key: bool) -> None:
     with the key only when the key is ``new_key`` (created now): never again on later starts, where
     terminal logs and screen shares would collect it."""
     settings = get_settings()
-    url = settings.gateway_url.rstrip("/")
-    if settings.gateway_auth == "open":
-        console.print(f"[yellow]gateway is OPEN (no API key) on {settings.gateway_host}[/yellow]: {url}/")
+    url = settings.gateway.gateway_url.rstrip("/")
+    if settings.gateway.gateway_auth == "open":
+        console.print(
+            f"[yellow]gateway is OPEN (no API key) on {settings.gateway.gateway_host}[/yellow]: {url}/"
+        )
         return
     key = client_key(settings)
     console.print(f"gateway at {url} requires an API key; this CLI uses its own key")
@@ -102,8 +104,8 @@ def describe_access(new_key: bool) -> None:
 def page_url() -> str:
     """The web page's address, with this CLI's key in the #fragment (which never reaches a server)."""
     settings = get_settings()
-    url = settings.gateway_url.rstrip("/") + "/"
-    key = client_key(settings) if settings.gateway_auth == "keys" else None
+    url = settings.gateway.gateway_url.rstrip("/") + "/"
+    key = client_key(settings) if settings.gateway.gateway_auth == "keys" else None
     return f"{url}#key={key}" if key else url
 
 
@@ -112,7 +114,7 @@ def open_page() -> None:
     ``ps``): the browser is given a private file that forwards to the page with the key in its
     #fragment (mode 0600 in the run folder, as Jupyter does)."""
     settings = get_settings()
-    refuse_foreign_gateway(settings.gateway_url)
+    refuse_foreign_gateway(settings.gateway.gateway_url)
     url = page_url()
     target = forwarding_page(settings.run_dir, url).as_uri() if "#key=" in url else url
     if not webbrowser.open(target):
@@ -143,11 +145,11 @@ def show_status() -> None:
     settings = get_settings()
     table = Table(show_header=False, title="Hindsight", title_justify="left")
     table.add_row(
-        "web page", f"{settings.gateway_url.rstrip('/')}/  (`hindsight open` opens it with the key)"
+        "web page", f"{settings.gateway.gateway_url.rstrip('/')}/  (`hindsight open` opens it with the key)"
     )
     processes = LocalStack(settings).running()
     table.add_row("local processes", ", ".join(f"{n} ({p})" for n, p in processes.items()) or "none")
-    table.add_row("answers", llm_mode(settings.llm))
+    table.add_row("answers", llm_mode(settings.generation.llm))
     missing = missing_embedder(settings)
     table.add_row("embedder", f"[red]{shown(missing)}[/red]" if missing else str(settings.embedder_dir))
     client = default_client()
@@ -228,7 +230,7 @@ def reset_index() -> None:
     was_running = bool(stack.running())
     if was_running:
         stop_stack()
-    where = settings.weaviate_url if settings.store == "weaviate" else settings.store_dir
+    where = settings.storage.weaviate_url if settings.storage.store == "weaviate" else settings.store_dir
     with console.status(f"deleting the index at {where}…"):
         try:
             clear_store(settings)

@@ -23,17 +23,17 @@ def main() -> None:
     settings = get_settings()
     configure_logging("gateway")
     try:
-        refuse_open_on_network(settings, settings.gateway_host)
-        refuse_unconfined_on_network(settings, settings.gateway_host)
+        refuse_open_on_network(settings.gateway, settings.gateway.gateway_host)
+        refuse_unconfined_on_network(settings.indexing, settings.gateway.gateway_host)
     except OpenGatewayRefusedError as exc:
         raise SystemExit(str(exc)) from exc
     uvicorn.run(
         create_app(settings),
-        host=settings.gateway_host,
-        port=settings.gateway_port,
+        host=settings.gateway.gateway_host,
+        port=settings.gateway.gateway_port,
         log_config=None,
         access_log=False,
-        http=with_head_timeout(settings.gateway_head_timeout_s),
+        http=with_head_timeout(settings.gateway.gateway_head_timeout_s),
     )
 
 

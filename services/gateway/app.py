@@ -54,7 +54,7 @@ from services.gateway.security import SecurityHeaders, allowed_hosts, content_se
 from services.gateway.streaming import SSE_BLOCK_MS
 from shared.api_keys import KeyFile
 from shared.reconnect import RedisCannotPersistError
-from shared.settings import Settings, get_settings
+from shared.settings import GatewaySettings, Settings, get_settings
 
 log = logging.getLogger(__name__)
 PROTECTED_ROUTERS: list[APIRouter] = [
@@ -85,7 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        consumer = StreamMetrics(client, metrics, settings.metrics_poll_s, settings.event_ttl_s)
+        consumer = StreamMetrics(client, metrics, settings.gateway.metrics_poll_s, settings.tasks.event_ttl_s)
         async with running(consumer), api.state.mcp_sessions.run():
             yield
         await client.aclose()
@@ -105,9 +105,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.state.open_streams = Counter()
     api.state.health_cache = HealthCache()
     api.state.mcp_sessions = mcp.mcp_sessions(api)
-    api.add_middleware(RequestBodyGuard, max_bytes=settings.max_request_bytes)
+    api.add_middleware(RequestBodyGuard, max_bytes=settings.gateway.max_request_bytes)
     api.add_middleware(SecurityHeaders, csp=content_security_policy(public.STATIC_DIR / "index.html"))
-    api.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings))
+    api.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings.gateway))
     api.add_exception_handler(RequestValidationError, refused_fields)
     api.add_exception_handler(StarletteHTTPException, http_error)
     api.add_exception_handler(RedisConnectionError, redis_unreachable)
@@ -116,11 +116,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in PROTECTED_ROUTERS:
         api.include_router(router, dependencies=PROTECTED, responses=PROTECTED_ERRORS)
     api.include_router(public.router)
-    document_settings(api, settings)
+    document_settings(api, settings.gateway)
     return api
 
 
-def document_settings(api: FastAPI, settings: Settings) -> None:
+def document_settings(api: FastAPI, settings: GatewaySettings) -> None:
     """Write the limits that are settings into the schema the app serves (built once, then cached)."""
     schema = api.openapi()
     question = schema["components"]["schemas"]["QuestionRequest"]["properties"]["question"]

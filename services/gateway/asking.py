@@ -22,13 +22,13 @@ from services.gateway.worker_census import census, no_worker_reason
 from services.gateway.workflow import start_question
 from shared.contracts import Question, QuestionOptions, Turn
 from shared.logging import bind_question
-from shared.settings import Settings
+from shared.settings import GatewaySettings, TaskSettings
 from shared.topology import QUESTION_QUEUES
 
 log = logging.getLogger(__name__)
 
 
-def checked_text(question: str, settings: Settings) -> str:
+def checked_text(question: str, settings: GatewaySettings) -> str:
     """The question stripped; 422 when it is empty or over ``MAX_QUESTION_CHARS``."""
     question = question.strip()
     if not question:
@@ -41,7 +41,7 @@ def checked_text(question: str, settings: Settings) -> str:
     return question
 
 
-async def refuse_without_workers(settings: Settings) -> None:
+async def refuse_without_workers(settings: GatewaySettings) -> None:
     if not settings.refuse_without_workers:
         return
     missing = await census.without_worker(QUESTION_QUEUES)
@@ -64,7 +64,8 @@ async def conversation_turns(client: RedisDep, caller: str, conversation_id: str
 async def accept_question(
     request: Request,
     client: RedisDep,
-    settings: Settings,
+    settings: GatewaySettings,
+    tasks: TaskSettings,
     text: str,
     options: QuestionOptions,
     conversation_id: str | None = None,
@@ -88,7 +89,7 @@ async def accept_question(
     )
     with bind_question(question_id):
         log.info("question accepted", extra={"caller": caller, "chars": len(text)})
-        await track(client, "q", question_id, settings.event_ttl_s)
-        await remember(client, caller, accepted, settings.event_ttl_s)
+        await track(client, "q", question_id, tasks.event_ttl_s)
+        await remember(client, caller, accepted, tasks.event_ttl_s)
         await asyncio.to_thread(start_question, accepted)
     return accepted

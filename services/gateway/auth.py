@@ -15,14 +15,14 @@ from services.gateway.deps import KeyFileDep, RedisDep, SettingsDep
 from services.gateway.limits import enforce_rate_limit
 from services.gateway.metrics import record_rejection
 from shared.hosts import is_loopback
-from shared.settings import Settings
+from shared.settings import GatewaySettings, IndexingSettings
 
 
 class OpenGatewayRefusedError(RuntimeError):
     """An open gateway was asked for on a network address without the explicit opt-in."""
 
 
-def refuse_open_on_network(settings: Settings, bind_host: str) -> None:
+def refuse_open_on_network(settings: GatewaySettings, bind_host: str) -> None:
     """Never listen without keys on a reachable address unless told so in as many words."""
     open_remote = settings.gateway_auth == "open" and not is_loopback(bind_host)
     if open_remote and not settings.gateway_allow_open_remote:
@@ -33,7 +33,7 @@ def refuse_open_on_network(settings: Settings, bind_host: str) -> None:
         )
 
 
-def refuse_unconfined_on_network(settings: Settings, bind_host: str) -> None:
+def refuse_unconfined_on_network(settings: IndexingSettings, bind_host: str) -> None:
     """A gateway others can reach must confine the folders requests may name to configured roots."""
     if not settings.roots and not is_loopback(bind_host):
         raise OpenGatewayRefusedError(
@@ -70,7 +70,7 @@ async def authenticate(
     bearer: BearerKey,
 ) -> str:
     """The caller's identity (a key id, or ``open:<address>``), after the per-caller rate limit."""
-    if settings.gateway_auth == "open":
+    if settings.gateway.gateway_auth == "open":
         caller = f"open:{request.client.host if request.client else 'unknown'}"
     else:
         key = presented_key(header_key, bearer)
@@ -81,7 +81,7 @@ async def authenticate(
             raise unauthorized(request, check.reason)
         caller = check.record.id
     request.state.caller = caller
-    await enforce_rate_limit(request, client, caller, settings)
+    await enforce_rate_limit(request, client, caller, settings.gateway, settings.tasks)
     return caller
 
 

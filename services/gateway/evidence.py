@@ -111,7 +111,7 @@ def source_text(uri: str, roots: list[Path]) -> SourceText | None:
     if path is None:
         return None
     try:
-        raw = read_regular_file(path, get_settings().max_file_bytes, roots)
+        raw = read_regular_file(path, get_settings().indexing.max_file_bytes, roots)
         if kind_of(path) is SourceKind.PDF:
             return extracted_pdf(raw)
         decoded = decode_source(raw)
@@ -133,7 +133,7 @@ def cited_file_bytes(citation: Citation, roots: list[Path]) -> tuple[bytes, str]
     if path is None or kind is None:
         return None
     try:
-        return read_regular_file(path, get_settings().max_file_bytes, roots), VIEWED_KINDS[kind]
+        return read_regular_file(path, get_settings().indexing.max_file_bytes, roots), VIEWED_KINDS[kind]
     except (OSError, RefusedFileError):
         return None
 
@@ -143,7 +143,7 @@ def extracted_pdf(raw: bytes) -> SourceText | None:
     """A PDF's text as the indexer extracts it, by the same reader process and limits (kept for
     the next citation of the same file); ``None`` when the reader refuses or fails on it."""
     settings = get_settings()
-    outcome = read_pdf(raw, settings.max_document_chars, settings.pdf_time_limit_s)
+    outcome = read_pdf(raw, settings.indexing.max_document_chars, settings.indexing.pdf_time_limit_s)
     if not outcome.pages:
         return None
     text, starts = joined_pages(outcome.pages)
@@ -157,7 +157,7 @@ def file_text(uri: str, roots: list[Path]) -> DecodedText | None:
     if path is None:
         return None
     try:
-        return read_file_text(path, get_settings().max_file_bytes, roots)
+        return read_file_text(path, get_settings().indexing.max_file_bytes, roots)
     except (OSError, ValueError):  # gone, unreadable, refused by the safe open
         return None
 

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.gateway.metrics import record_rejection
 from shared.redis_keys import rate_key
-from shared.settings import Settings
+from shared.settings import GatewaySettings, TaskSettings
 from shared.topology import QUEUES, Queue
 
 
@@ -35,7 +35,7 @@ def too_many(request: Request, reason: str, detail: str, retry_after_s: int) -> 
 READS = ("GET", "HEAD")
 
 
-def rate_budget(request: Request, settings: Settings) -> tuple[str, int, str]:
+def rate_budget(request: Request, settings: GatewaySettings) -> tuple[str, int, str]:
     """The budget a request counts against: reads (status polls, answers, streams) have their own,
     so a page polling a job's status never uses up the key's questions, searches and index runs."""
     if request.method in READS:
@@ -44,7 +44,7 @@ def rate_budget(request: Request, settings: Settings) -> tuple[str, int, str]:
 
 
 async def enforce_rate_limit(
-    request: Request, client: aioredis.Redis, caller: str, settings: Settings
+    request: Request, client: aioredis.Redis, caller: str, settings: GatewaySettings, tasks: TaskSettings
 ) -> None:
     """Fixed one-minute windows counted in Redis, so every gateway replica shares one budget."""
     budget, per_minute, what = rate_budget(request, settings)
@@ -53,7 +53,7 @@ async def enforce_rate_limit(
     key = rate_key(caller, budget, window)
     pipe = client.pipeline()
     pipe.incr(key)
-    pipe.expire(key, rate_key.lifetime.ttl_s(settings))
+    pipe.expire(key, rate_key.lifetime.ttl_s(tasks))
     count, _ = await pipe.execute()
     if int(count) > per_minute:
         retry_after = int((window + 1) * 60 - now) + 1
@@ -69,7 +69,7 @@ async def queue_depths(client: aioredis.Redis) -> dict[str, int]:
 
 
 async def enforce_backpressure(
-    request: Request, client: aioredis.Redis, queues: tuple[Queue, ...], settings: Settings
+    request: Request, client: aioredis.Redis, queues: tuple[Queue, ...], settings: GatewaySettings
 ) -> None:
     depths = await queue_depths(client)
     waiting = sum(depths[q] for q in queues)

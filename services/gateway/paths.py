@@ -8,18 +8,19 @@ from pathlib import Path
 from fastapi import HTTPException, status
 
 from shared.index_jobs import PathOutsideRootsError, allowed_roots, confine_to_roots, refused_roots
-from shared.settings import Settings
+from shared.settings import IndexingSettings
 
 
-def confined_folder(raw: str, settings: Settings) -> Path:
-    """The resolved folder, if inside the allowed roots and a folder that exists; else 403 (naming the
+def confined_folder(raw: str, settings: IndexingSettings, roots_file: Path) -> Path:
+    """The resolved folder, if inside the allowed roots (``HINDSIGHT_ROOTS`` and those registered in
+    ``roots_file``) and a folder that exists; else 403 (naming the
     path as asked, never where it resolves to) or 404 saying why."""
     try:
         path = Path(raw).expanduser()
     except RuntimeError as exc:  # "~user" of an unknown user
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no folder at {raw}: {exc}") from exc
     try:
-        folder = confine_to_roots(path, allowed_roots(settings), refused_roots(settings))
+        folder = confine_to_roots(path, allowed_roots(settings, roots_file), refused_roots(roots_file))
     except PathOutsideRootsError as exc:
         raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from exc
     if not is_folder(folder):

@@ -19,13 +19,13 @@ from urllib.parse import urlparse
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from shared.settings import Settings
+from shared.settings import GatewaySettings
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_BINDS = ("0.0.0.0", "::", "")
 
 
-def allowed_hosts(settings: Settings) -> list[str]:
+def allowed_hosts(settings: GatewaySettings) -> list[str]:
     """``HINDSIGHT_ALLOWED_HOSTS`` when set; else loopback names, the bind address (unless it is a
     wildcard) and the host of ``HINDSIGHT_GATEWAY_URL``."""
     if settings.allowed_hosts:

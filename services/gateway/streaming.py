@@ -75,7 +75,7 @@ def event_stream(
     with a stage's worker gone into a ``waiting`` event); ``record_key`` is the key whose loss means
     Redis lost the work."""
     caller = getattr(request.state, "caller", "anonymous")
-    limit = request.app.state.settings.max_streams_per_key
+    limit = request.app.state.settings.gateway.max_streams_per_key
     if open_streams(request)[caller] >= limit:
         record_rejection(request, "streams")
         raise HTTPException(

@@ -40,7 +40,7 @@ from shared.contracts import (
 from shared.index_jobs import PathOutsideRootsError, allowed_roots, confine_to_roots, refused_roots
 from shared.interfaces import Embedder, TokenSpans, VectorStore
 from shared.safe_files import RefusedFileError
-from shared.settings import Settings
+from shared.settings import IndexingSettings, roots_file_in
 from shared.thread_address import EXPORTED_THREAD_SOURCE, perplexity_address
 
 log = logging.getLogger(__name__)
@@ -51,20 +51,20 @@ MIN_GUARDED_DELETIONS = 2
 
 
 def begin_scan(
-    request: IndexRequest, store: VectorStore, settings: Settings
+    request: IndexRequest, store: VectorStore, settings: IndexingSettings, data_dir: Path
 ) -> tuple[ScanReport, list[IndexFileTask]]:
     """Diff the root against the manifest, delete what is gone, and list the files to (re)index.
 
     Only documents the walk could have seen are deleted: not those under hidden or too-deep folders
     or under another root inside this one. A folder that cannot be listed fails the scan, and so does
     a scan that would delete more than half of the root's documents (two or more), unless
-    ``request.force``.
+    ``request.force``. ``data_dir`` holds the registered roots and the remembered refusals.
     """
     started = time.perf_counter()
     report = ScanReport(job_id=request.job_id, root=request.root)
-    roots = allowed_roots(settings)
+    roots = allowed_roots(settings, roots_file_in(data_dir))
     try:
-        root = confine_to_roots(Path(request.root), roots, refused_roots(settings))
+        root = confine_to_roots(Path(request.root), roots, refused_roots(roots_file_in(data_dir)))
         if not root.is_dir():
             raise NotADirectoryError(f"{root} is not a folder")
         found = discover(root, roots, settings.max_file_bytes, settings.max_folder_depth)
@@ -72,7 +72,7 @@ def begin_scan(
         return failed_scan(report, str(exc)), []
     current: dict[str, str] = {}
     sizes: dict[str, int] = {}
-    refusals, failed_before = Refusals.of(settings), []
+    refusals, failed_before = Refusals.of(data_dir), []
     for path in found.files:
         try:
             digest, size = file_digest(path, settings.max_file_bytes, roots)
@@ -146,7 +146,7 @@ def walk_could_see(path: Path, root: Path, unseen: list[Path], roots: list[Path]
     )
 
 
-def plan_batches(work: list[IndexFileTask], settings: Settings) -> list[IndexBatch]:
+def plan_batches(work: list[IndexFileTask], settings: IndexingSettings) -> list[IndexBatch]:
     """Consecutive files in batches of at most ``index_batch_files`` files and ``index_batch_bytes``
     bytes on disk; a file larger than the byte cap is a batch of its own."""
     batches: list[list[IndexFileTask]] = []
@@ -196,7 +196,7 @@ def document_date(metadata: dict[str, str]) -> datetime | None:
 
 
 def build_chunks(
-    document: Document, loaded: LoadedDocument, token_spans: TokenSpans, settings: Settings
+    document: Document, loaded: LoadedDocument, token_spans: TokenSpans, settings: IndexingSettings
 ) -> list[Chunk]:
     spans = chunk_text(
         loaded.text,
@@ -242,29 +242,40 @@ def turn_question(metadata: Mapping[str, str], heading_path: Sequence[str]) -> s
     return heading_path[1]
 
 
-def load_file(task: IndexFileTask, settings: Settings) -> LoadedDocument | IndexFileResult:
+def load_file(
+    task: IndexFileTask, settings: IndexingSettings, data_dir: Path
+) -> LoadedDocument | IndexFileResult:
     """The file's text, or why it was skipped or failed (bad input, reported for this file alone)."""
     try:
-        roots = allowed_roots(settings)
+        roots = allowed_roots(settings, roots_file_in(data_dir))
         # The folder resolved, the name not: a file swapped for a symlink is refused by the safe open.
-        path = confine_to_roots(Path(task.path).parent, roots, refused_roots(settings)) / Path(task.path).name
+        path = (
+            confine_to_roots(Path(task.path).parent, roots, refused_roots(roots_file_in(data_dir)))
+            / Path(task.path).name
+        )
         return load_document(
-            path, settings.max_file_bytes, roots, settings.max_document_chars, settings.pdf_time_limit_s
+            path,
+            settings.max_file_bytes,
+            roots,
+            settings.max_document_chars,
+            settings.pdf_time_limit_s,
         )
     except (SkippedFileError, LoadError) as exc:  # the file's content is refused: remember it
         status = "skipped" if isinstance(exc, SkippedFileError) else "failed"
         result = IndexFileResult(path=task.path, status=status, reason=str(exc))
-        Refusals.of(settings).remember(result, task.content_hash)
+        Refusals.of(data_dir).remember(result, task.content_hash)
         return result
     except (PathOutsideRootsError, OSError) as exc:
         reason = str(exc) if isinstance(exc, ValueError) else f"cannot read: {exc.strerror or exc}"
         return IndexFileResult(path=task.path, status="failed", reason=reason)
 
 
-def prepare_file(task: IndexFileTask, token_spans: TokenSpans, settings: Settings) -> PreparedFile:
+def prepare_file(
+    task: IndexFileTask, token_spans: TokenSpans, settings: IndexingSettings, data_dir: Path
+) -> PreparedFile:
     """Load and chunk one file; a file that cannot be read or makes too many chunks comes back with
     no document and the result that says why (bad input, reported for this file alone)."""
-    loaded = load_file(task, settings)
+    loaded = load_file(task, settings, data_dir)
     if isinstance(loaded, IndexFileResult):
         return PreparedFile(task, loaded)
     document = Document(
@@ -290,7 +301,8 @@ def index_pipelined(
     batches: list[list[IndexFileTask]],
     store: VectorStore,
     embedder: Embedder,
-    settings: Settings,
+    settings: IndexingSettings,
+    data_dir: Path,
     on_chunks: ChunkProgress | None = None,
 ) -> list[BatchOutcome]:
     """Each batch's results, or the backend error that stopped it, with loading, embedding and
@@ -298,7 +310,7 @@ def index_pipelined(
     of the chunks embedded of a file too big for one embedder call."""
 
     def prepare(task: IndexFileTask) -> PreparedFile:
-        return prepare_file(task, embedder.token_spans, settings)
+        return prepare_file(task, embedder.token_spans, settings, data_dir)
 
     return index_batches(batches, prepare, store, embedder, settings, on_chunks)
 
@@ -307,7 +319,8 @@ def index_batch(
     tasks: list[IndexFileTask],
     store: VectorStore,
     embedder: Embedder,
-    settings: Settings,
+    settings: IndexingSettings,
+    data_dir: Path,
     on_chunks: ChunkProgress | None = None,
 ) -> list[IndexFileResult]:
     """Load and chunk the files (a thread ahead of the embedder), embed their chunks in calls of
@@ -317,20 +330,25 @@ def index_batch(
     old chunks are deleted. Backend errors propagate; running the batch again is safe, since every
     write replaces or deletes by document id and so leaves the rows one run would.
     """
-    (outcome,) = index_pipelined([tasks], store, embedder, settings, on_chunks)
+    (outcome,) = index_pipelined([tasks], store, embedder, settings, data_dir, on_chunks)
     if isinstance(outcome, Exception):
         raise outcome
     return outcome
 
 
 def index_one_by_one(
-    tasks: list[IndexFileTask], store: VectorStore, embedder: Embedder, settings: Settings, why: str = ""
+    tasks: list[IndexFileTask],
+    store: VectorStore,
+    embedder: Embedder,
+    settings: IndexingSettings,
+    data_dir: Path,
+    why: str = "",
 ) -> Iterator[IndexFileResult]:
     """Each file as a batch of its own, a backend error failing only that file (with ``why`` before
     the error): after its batch failed, a file the backend rejects alone must not sink the others."""
     for task in tasks:
         try:
-            yield from index_batch([task], store, embedder, settings)
+            yield from index_batch([task], store, embedder, settings, data_dir)
         except Exception as exc:  # a backend error on one file must not stop the others
             log.exception("indexing %s failed", task.path)
             yield IndexFileResult(path=task.path, status="failed", reason=f"{why}{type(exc).__name__}: {exc}")
@@ -340,7 +358,8 @@ def sync_root(
     request: IndexRequest,
     store: VectorStore,
     embedder: Embedder,
-    settings: Settings,
+    settings: IndexingSettings,
+    data_dir: Path,
 ) -> ScanReport:
     """The whole scan in this process, in the same batches as the workers (benchmarks, watch mode
     without a broker).
@@ -349,15 +368,17 @@ def sync_root(
     the failure of the files it hits alone; the rest are still indexed.
     """
     started = time.perf_counter()
-    report, work = begin_scan(request, store, settings)
+    report, work = begin_scan(request, store, settings, data_dir)
     results: list[IndexFileResult] = []
     batches = [batch.files for batch in plan_batches(work, settings)]
-    for files, outcome in zip(batches, index_pipelined(batches, store, embedder, settings), strict=True):
+    for files, outcome in zip(
+        batches, index_pipelined(batches, store, embedder, settings, data_dir), strict=True
+    ):
         if isinstance(outcome, Exception):
             log.error(
                 "indexing a batch of %d files failed; indexing them one by one", len(files), exc_info=outcome
             )
-            outcome = list(index_one_by_one(files, store, embedder, settings))
+            outcome = list(index_one_by_one(files, store, embedder, settings, data_dir))
         results += outcome
     if work:
         store.refresh_indexes()

@@ -18,7 +18,6 @@ from pydantic import BaseModel, ValidationError
 
 from shared.contracts import IndexFileResult
 from shared.safe_files import write_private
-from shared.settings import Settings
 
 AGAIN = "; not read again until the file changes"
 
@@ -37,8 +36,9 @@ class Refusals:
         self.folder = folder
 
     @classmethod
-    def of(cls, settings: Settings) -> Refusals:
-        return cls(settings.data_dir.resolve() / "refused")
+    def of(cls, data_dir: Path) -> Refusals:
+        """The refusals kept in the data folder ``data_dir``."""
+        return cls(data_dir.resolve() / "refused")
 
     def entry(self, path: str) -> Path:
         return self.folder / f"{hashlib.sha256(path.encode()).hexdigest()}.json"

@@ -33,7 +33,7 @@ import numpy as np
 
 from shared.contracts import Chunk, Document, IndexFileResult, IndexFileTask
 from shared.interfaces import Embedder, VectorStore
-from shared.settings import Settings
+from shared.settings import IndexingSettings
 
 BatchOutcome = list[IndexFileResult] | Exception
 # Called after each embedder call with a file split across calls: the file, its chunks embedded, its chunks.
@@ -107,7 +107,7 @@ def index_batches(
     prepare: Callable[[IndexFileTask], PreparedFile],
     store: VectorStore,
     embedder: Embedder,
-    settings: Settings,
+    settings: IndexingSettings,
     on_chunks: ChunkProgress | None = None,
 ) -> list[BatchOutcome]:
     """Index the batches with the three stages overlapped (module doc); one outcome per batch, in

@@ -69,7 +69,7 @@ def scan(payload: dict[str, Any]) -> dict[str, Any]:
         return publish_report(ScanReport(job_id=request.job_id, root=request.root, cancelled=True))
     try:
         with events.stage(Stage.SCAN, f"diffing {request.root} against the manifest") as stage:
-            report, work = begin_scan(request, get_store(), settings)
+            report, work = begin_scan(request, get_store(), settings.indexing, settings.data_dir)
             stage.detail = describe(report)
             stage.data = report
     except Exception as exc:  # the job must still end with a report, or its readers wait forever
@@ -82,7 +82,7 @@ def scan(payload: dict[str, Any]) -> dict[str, Any]:
     if not work:
         return publish_report(finish_report(report, [], time.time() - started))
     callback = index_report.s(report.to_payload(), started)
-    chord(index_files.s(batch.to_payload()) for batch in plan_batches(work, settings))(callback)
+    chord(index_files.s(batch.to_payload()) for batch in plan_batches(work, settings.indexing))(callback)
     return report.to_payload()
 
 
@@ -93,18 +93,20 @@ def index_files(self: Task, payload: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     settings = get_settings()
     attempts = self.request.retries + 1
-    last = self.request.retries >= settings.index_max_retries
+    last = self.request.retries >= settings.indexing.index_max_retries
     if last and self.request.retries > 0:
         results = park_culprits(batch, settings, attempts)
     else:
         try:
             embedder, on_chunks = working(batch.job_id), chunk_progress(batch.job_id)
-            results = index_batch(batch.files, get_store(), embedder, settings, on_chunks)
+            results = index_batch(
+                batch.files, get_store(), embedder, settings.indexing, settings.data_dir, on_chunks
+            )
         except Exception as exc:
             if last:  # retries are off: this failed attempt is the only one
                 results = park_culprits(batch, settings, attempts)
             else:
-                backoff = settings.index_retry_backoff_s * 2**self.request.retries
+                backoff = settings.indexing.index_retry_backoff_s * 2**self.request.retries
                 retry_later(batch, attempts, backoff, exc)
                 raise self.retry(exc=exc, countdown=backoff) from exc
     for result in results:
@@ -162,7 +164,9 @@ def park_culprits(batch: IndexBatch, settings: Settings, attempts: int) -> list[
     """The last attempt of a failing batch: each file alone, so only files the backend still rejects
     on their own are parked, with the reason."""
     why = f"parked after {attempts} attempts: "
-    return list(index_one_by_one(batch.files, get_store(), get_embedder(), settings, why))
+    return list(
+        index_one_by_one(batch.files, get_store(), get_embedder(), settings.indexing, settings.data_dir, why)
+    )
 
 
 def retry_later(batch: IndexBatch, attempts: int, backoff: float, exc: Exception) -> None:

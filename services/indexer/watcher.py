@@ -14,7 +14,7 @@ from pathlib import Path
 from shared.contracts import IndexRequest
 from shared.folder_watch import RootWatcher
 from shared.index_jobs import WatchRegistry, allowed_roots
-from shared.settings import Settings, get_settings
+from shared.settings import IndexingSettings, get_settings
 from shared.tasking import enqueue_index
 
 log = logging.getLogger(__name__)
@@ -28,10 +28,10 @@ def submit_scan(root: Path) -> str:
     return job_id
 
 
-def watched_roots(registry: WatchRegistry, settings: Settings) -> list[Path]:
+def watched_roots(registry: WatchRegistry, settings: IndexingSettings, roots_file: Path) -> list[Path]:
     """The watched roots still allowed: a registered root replaced since (by a link or another folder)
     is neither watched nor scanned (``shared.index_jobs``)."""
-    allowed = allowed_roots(settings)
+    allowed = allowed_roots(settings, roots_file)
     folders = [Path(w.root) for w in registry.list()]
     return [folder for folder in folders if any(folder.is_relative_to(root) for root in allowed)]
 
@@ -42,11 +42,11 @@ def main() -> None:
     registry = WatchRegistry()
     settings = get_settings()
     watcher = RootWatcher(
-        roots=lambda: watched_roots(registry, settings),
+        roots=lambda: watched_roots(registry, settings.indexing, settings.roots_file),
         on_change=submit_scan,
         on_start=submit_scan,
-        debounce_ms=settings.watch_debounce_ms,
-        max_folders=settings.watch_max_folders,
+        debounce_ms=settings.indexing.watch_debounce_ms,
+        max_folders=settings.indexing.watch_max_folders,
     )
     try:
         watcher.run()

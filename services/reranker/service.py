@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import CrossEncoder, calibrated_cuts
@@ -11,7 +12,7 @@ from services.reranker.cutoff import describe, pass_through, select_candidates
 from services.reranker.health import worker_name
 from shared.contracts import Candidate, RerankerStatus, RerankOutcome
 from shared.embedding import ModelMissingError
-from shared.settings import Settings
+from shared.settings import RerankingSettings
 
 log = logging.getLogger(__name__)
 
@@ -19,8 +20,10 @@ log = logging.getLogger(__name__)
 class Reranker:
     """One per worker process: loads the session once and keeps it warm."""
 
-    def __init__(self, settings: Settings) -> None:
-        keep, answerable = calibrated_cuts(settings.reranker_dir)
+    def __init__(self, settings: RerankingSettings, model_dir: Path, onnx_threads: int) -> None:
+        """The cross-encoder in ``model_dir`` (its calibrated cuts unless ``settings`` override them),
+        run with ``onnx_threads``; without a model, pass-through with the reason kept."""
+        keep, answerable = calibrated_cuts(model_dir)
         self.threshold = settings.rerank_threshold if settings.rerank_threshold is not None else keep
         override = settings.rerank_answerable_logit
         self.answerable_logit = override if override is not None else answerable
@@ -29,8 +32,8 @@ class Reranker:
         self.batcher: MicroBatcher | None = None
         try:
             self.encoder = CrossEncoder(
-                settings.reranker_dir,
-                settings.onnx_threads,
+                model_dir,
+                onnx_threads,
                 settings.reranker_precision,
             )
         except ModelMissingError as exc:

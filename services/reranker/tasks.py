@@ -24,7 +24,8 @@ from shared.topology import RERANK_SCORE
 
 @lru_cache(maxsize=1)
 def _reranker_of(pid: int) -> Reranker:
-    return Reranker(get_settings())
+    settings = get_settings()
+    return Reranker(settings.reranking, settings.reranker_dir, settings.embedding.onnx_threads)
 
 
 def warm_reranker() -> Reranker:
@@ -39,7 +40,7 @@ def warm_reranker() -> Reranker:
 @worker_ready.connect
 def _load_and_announce(**_: Any) -> None:
     """Load the model before the first task and keep announcing the mode for /healthz."""
-    start_heartbeat(redis_client(), warm_reranker().status, get_settings().reranker_heartbeat_s)
+    start_heartbeat(redis_client(), warm_reranker().status, get_settings().tasks.reranker_heartbeat_s)
 
 
 @question_task(RERANK_SCORE)

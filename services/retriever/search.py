@@ -28,7 +28,7 @@ from services.retriever.fusion import (
 from services.retriever.hyde import HydeDecision, decide_hyde, write_hyde_passage
 from shared.contracts import Candidate, HydeMode, Plan, SearchFilters, Strategy
 from shared.interfaces import LLM, Embedder, Hit, VectorStore
-from shared.settings import Settings
+from shared.settings import RetrievalSettings
 
 LegFamily = Literal["dense", "hyde", "bm25", "exact"]
 ALL_LEGS: frozenset[LegFamily] = frozenset({"dense", "hyde", "bm25", "exact"})
@@ -36,8 +36,8 @@ ALL_LEGS: frozenset[LegFamily] = frozenset({"dense", "hyde", "bm25", "exact"})
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    """The knobs of one search; :meth:`from_settings` reads them for a plan's strategy (the values
-    live in the settings)."""
+    """The knobs of one search; :meth:`from_settings` reads them for a plan's strategy from the
+    retrieval settings, which hold every default (this class has none of its own but the legs)."""
 
     pool: int
     keep: int
@@ -50,17 +50,17 @@ class RetrievalConfig:
     hyde_threshold_score: float
     hyde_threshold_count: int
     k_adjacent: int
-    hyde_weak_writers: tuple[str, ...] = ()
-    lead_bonus: float = 0.0
-    centroid_weight: float = 0.0
-    guard_top: int = 10
-    guard_min_shared: int = 0
+    hyde_weak_writers: tuple[str, ...]
+    lead_bonus: float
+    centroid_weight: float
+    guard_top: int
+    guard_min_shared: int
     legs: frozenset[LegFamily] = ALL_LEGS
 
     @classmethod
     def from_settings(
         cls,
-        settings: Settings,
+        settings: RetrievalSettings,
         strategy: Strategy,
         hyde_mode: HydeMode | None = None,
         k_adjacent: int | None = None,

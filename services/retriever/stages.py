@@ -16,13 +16,15 @@ from services.retriever.search import RetrievalConfig, Retriever
 from shared.contracts import PlannedQuestion, Question, SearchedQuestion
 from shared.events import StageReport
 from shared.interfaces import LLM, Embedder, VectorStore
-from shared.settings import Settings
+from shared.settings import RetrievalSettings
 from shared.stage_events import HydeData, PlanData, SearchData
 
 log = logging.getLogger(__name__)
 
 
-def build_retriever(store: VectorStore, embedder: Embedder, llm: LLM | None, settings: Settings) -> Retriever:
+def build_retriever(
+    store: VectorStore, embedder: Embedder, llm: LLM | None, settings: RetrievalSettings
+) -> Retriever:
     """The retriever a process builds once; without ripgrep the exact leg is reported missing, not fatal."""
     try:
         exact: ExactSearcher | None = ExactSearcher(store, find_rg(settings.rg_path))
@@ -36,7 +38,7 @@ def plan(
     question: Question,
     llm: LLM | None,
     idf: Callable[[str], float] | None,
-    settings: Settings,
+    settings: RetrievalSettings,
     report: StageReport,
 ) -> PlannedQuestion:
     """What to search for: the LLM's plan within the planner's timeout, else the rules' plan; the
@@ -80,7 +82,7 @@ def searched_for(standalone: Standalone) -> str:
 
 
 def search(
-    planned: PlannedQuestion, retriever: Retriever, settings: Settings, report: StageReport
+    planned: PlannedQuestion, retriever: Retriever, settings: RetrievalSettings, report: StageReport
 ) -> SearchedQuestion:
     """Every leg of the plan, fused and cut to the reranker's inputs for the plan's strategy."""
     options = planned.options

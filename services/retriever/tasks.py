@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 @lru_cache(maxsize=1)
 def retriever() -> Retriever:
     """The process's retriever, built once."""
-    return build_retriever(get_store(), get_embedder(), get_llm(), get_settings())
+    return build_retriever(get_store(), get_embedder(), get_llm(), get_settings().retrieval)
 
 
 @worker_process_init.connect
@@ -41,12 +41,12 @@ def _load_retriever(**_: Any) -> None:
 
 @question_task(RETRIEVE_PLAN)
 def plan_question(question: Question, report: StageReport) -> PlannedQuestion:
-    return plan(question, get_llm(), StoreIdf(get_store()), get_settings(), report)
+    return plan(question, get_llm(), StoreIdf(get_store()), get_settings().retrieval, report)
 
 
 @question_task(RETRIEVE_SEARCH)
 def search_question(planned: PlannedQuestion, report: StageReport) -> SearchedQuestion:
-    return search(planned, retriever(), get_settings(), report)
+    return search(planned, retriever(), get_settings().retrieval, report)
 
 
 @app.task(name=RETRIEVE_QUERY)
@@ -54,5 +54,5 @@ def query(payload: dict[str, Any]) -> dict[str, Any]:
     """Ranked passages for a search request, without synthesis."""
     request = SearchRequest.model_validate(payload)
     settings = get_settings()
-    base = RetrievalConfig.from_settings(settings, Strategy.PRECISE)
-    return run_search(request, retriever(), base, settings.exact_max_keywords).to_payload()
+    base = RetrievalConfig.from_settings(settings.retrieval, Strategy.PRECISE)
+    return run_search(request, retriever(), base, settings.retrieval.exact_max_keywords).to_payload()

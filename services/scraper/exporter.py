@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from services.scraper.discovery import Pacer, discover
@@ -20,7 +21,7 @@ from services.scraper.session import BrowserSession, scrape_session
 from services.scraper.thread_parse import build_thread
 from services.scraper.writer import SiteCount, ThreadWriter, WriteOutcome, tally
 from shared.contracts import ExportReport
-from shared.settings import Settings
+from shared.settings import ScrapingSettings
 
 log = logging.getLogger(__name__)
 
@@ -39,23 +40,29 @@ def counts(report: ExportReport) -> dict[str, Any]:
 class LibraryExporter:
     def __init__(
         self,
-        settings: Settings,
+        settings: ScrapingSettings,
+        state: Path,
+        export_root: Path,
         progress: Progress | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ):
+        """Exports with the login saved in ``state`` into ``export_root``."""
         self.settings = settings
+        self.state = state
         self.progress = progress or _no_progress
         self.sleep = sleep
-        self.report = ExportReport(export_dir=str(settings.export_root))
-        self.writer = ThreadWriter(settings.export_root)
+        self.report = ExportReport(export_dir=str(export_root))
+        self.writer = ThreadWriter(export_root)
         self._requested_any = False
         self.thread_pacer = Pacer(settings.scrape_thread_delay_s, settings.scrape_thread_jitter_s, sleep)
 
     def run(self, refetch_all: bool = False) -> ExportReport:
         try:
-            with scrape_session(self.settings) as session:
+            with scrape_session(self.settings, self.state) as session:
                 pacer = Pacer(
-                    self.settings.scrape_page_delay_s, self.settings.scrape_page_jitter_s, self.sleep
+                    self.settings.scrape_page_delay_s,
+                    self.settings.scrape_page_jitter_s,
+                    self.sleep,
                 )
                 library = discover(session.client, self.settings.scrape_list_page_size, pacer)
                 summaries = library.threads
@@ -112,7 +119,13 @@ class LibraryExporter:
 
 
 def export_library(
-    settings: Settings, *, refetch_all: bool = False, progress: Progress | None = None
+    settings: ScrapingSettings,
+    state: Path,
+    export_root: Path,
+    *,
+    refetch_all: bool = False,
+    progress: Progress | None = None,
 ) -> ExportReport:
-    """Export the whole library into ``settings.export_root``; see :class:`ExportReport` for counts."""
-    return LibraryExporter(settings, progress).run(refetch_all)
+    """Export the whole library into ``export_root`` with the login saved in ``state``; see
+    :class:`ExportReport` for counts."""
+    return LibraryExporter(settings, state, export_root, progress).run(refetch_all)

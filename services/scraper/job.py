@@ -16,7 +16,7 @@ from services.scraper.exporter import counts, export_library
 from shared.contracts import IndexRequest, ScrapeReport, ScrapeRequest
 from shared.events import EventStream
 from shared.index_jobs import register_root
-from shared.settings import Settings
+from shared.settings import ScrapingSettings
 from shared.stage_events import Stage
 
 STAGE = Stage.SCRAPE
@@ -24,19 +24,26 @@ STAGE = Stage.SCRAPE
 
 def run_scrape_job(
     request: ScrapeRequest,
-    settings: Settings,
+    settings: ScrapingSettings,
     events: EventStream,
     enqueue_index: Callable[[IndexRequest], None],
+    *,
+    state: Path,
+    export_root: Path,
+    roots_file: Path,
 ) -> ScrapeReport:
-    """Export the library; queue ``index.scan`` of the export folder only when a file changed."""
+    """Export the library (the login saved in ``state``) into ``export_root``; register that folder as
+    a root in ``roots_file`` and queue ``index.scan`` of it only when a file changed."""
     with events.stage(STAGE, "exporting the Perplexity library") as stage:
         export = export_library(
             settings,
+            state,
+            export_root,
             refetch_all=request.refetch_all,
             progress=lambda detail, data: events.emit(STAGE, "progress", detail, data=data),
         )
         queued = export.has_changes
-        root = register_root(settings, Path(export.export_dir)) if queued else None
+        root = register_root(roots_file, Path(export.export_dir)) if queued else None
         stage.detail = (
             f"{export.discovered} threads: {export.new} new, {export.changed} changed, "
             f"{export.unchanged} unchanged, {export.gone} gone, {export.failed} failed"

@@ -17,18 +17,18 @@ from shared.contracts import ScrapeRequest
 from shared.events import redis_client
 from shared.redis_keys import scrape_job_key
 from shared.scrape_runs import enqueue_scrape, try_lock
-from shared.settings import Settings
+from shared.settings import ScrapingSettings, TaskSettings
 
 log = logging.getLogger(__name__)
 
 
 def sync_once(
-    settings: Settings,
+    settings: TaskSettings,
     client: redis.Redis | None = None,
     enqueue: Callable[[ScrapeRequest], None] = enqueue_scrape,
 ) -> str | None:
     """Queue a scrape run and return its job id; ``None`` when a run is already going."""
-    client = client or redis_client(settings.redis_url)
+    client = client or redis_client()
     job_id = uuid.uuid4().hex
     running = try_lock(job_id, settings, client)
     if running:
@@ -41,22 +41,28 @@ def sync_once(
 
 
 def run_schedule(
-    settings: Settings, stop: threading.Event, sync: Callable[[Settings], object] = sync_once
+    settings: ScrapingSettings,
+    tasks: TaskSettings,
+    stop: threading.Event,
+    sync: Callable[[TaskSettings], object] = sync_once,
 ) -> None:
     """Call ``sync`` every period until ``stop`` is set; a failed sync is logged and retried next time."""
     period = settings.scrape_every.total_seconds()
     while not stop.wait(period):
         try:
-            sync(settings)
+            sync(tasks)
         except Exception:
             log.exception("scheduled sync failed; trying again in %.0fs", period)
 
 
-def start_scheduled_sync(settings: Settings) -> threading.Event | None:
+def start_scheduled_sync(settings: ScrapingSettings, tasks: TaskSettings) -> threading.Event | None:
     """Start the schedule in a daemon thread when one is configured; set the returned event to stop it."""
     if settings.scrape_every.total_seconds() <= 0:
         return None
     stop = threading.Event()
-    threading.Thread(target=run_schedule, args=(settings, stop), name="scrape-schedule", daemon=True).start()
+    thread = threading.Thread(
+        target=run_schedule, args=(settings, tasks, stop), name="scrape-schedule", daemon=True
+    )
+    thread.start()
     log.info("scheduled sync every %s", settings.scrape_every)
     return stop

@@ -39,7 +39,7 @@ from services.scraper.client import (
     is_challenge,
 )
 from services.scraper.errors import BrowserUnavailable, CloudflareChallenge, NotLoggedIn
-from shared.settings import Settings
+from shared.settings import ScrapingSettings
 
 log = logging.getLogger(__name__)
 
@@ -88,12 +88,13 @@ class PageTransport:
         return HttpResult(**self.page.evaluate(_FETCH_JS, args))
 
 
-def chromium_executable(settings: Settings, playwright: Playwright) -> str | None:
+def chromium_executable(settings: ScrapingSettings, playwright: Playwright) -> str | None:
     """The configured Chromium, else Playwright's own when installed (``None``), else the system's."""
     if settings.chromium_path:
         if not settings.chromium_path.exists():
             raise BrowserUnavailable(
-                f"Chromium did not start: there is no {settings.chromium_path} (HINDSIGHT_CHROMIUM_PATH). "
+                f"Chromium did not start: there is no {settings.chromium_path} "
+                "(HINDSIGHT_CHROMIUM_PATH). "
                 "Install Chromium (`apt-get install chromium`) or point HINDSIGHT_CHROMIUM_PATH at it."
             )
         return str(settings.chromium_path)
@@ -148,7 +149,7 @@ def display_env(headless: bool) -> Iterator[dict[str, str | float | bool] | None
 
 
 @contextmanager
-def open_browser(playwright: Playwright, settings: Settings, headless: bool) -> Iterator[Browser]:
+def open_browser(playwright: Playwright, settings: ScrapingSettings, headless: bool) -> Iterator[Browser]:
     """Chromium, headful on a real or virtual display unless ``headless``; closed on exit."""
     executable = chromium_executable(settings, playwright)
     with display_env(headless) as env:
@@ -172,7 +173,7 @@ def open_browser(playwright: Playwright, settings: Settings, headless: bool) -> 
             browser.close()
 
 
-def session_user(page: Page, settings: Settings) -> dict[str, Any] | None:
+def session_user(page: Page, settings: ScrapingSettings) -> dict[str, Any] | None:
     """The ``/api/auth/session`` payload when it names a logged-in user, else ``None``."""
     url = f"{settings.perplexity_base_url.rstrip('/')}/api/auth/session"
     result = PageTransport(page, settings.scrape_timeout_s).request("GET", url, None, {"accept": "*/*"})
@@ -247,7 +248,7 @@ class LibraryPage:
             log.warning("the library page never fetched /rest/userinfo; continuing anyway")
 
 
-def open_library(page: Page, settings: Settings) -> LibraryPage:
+def open_library(page: Page, settings: ScrapingSettings) -> LibraryPage:
     library = LibraryPage(page)
     page.on("response", library.on_response)
     response = goto_library(page, settings)
@@ -259,7 +260,7 @@ def open_library(page: Page, settings: Settings) -> LibraryPage:
     return library
 
 
-def goto_library(page: Page, settings: Settings) -> Response | None:
+def goto_library(page: Page, settings: ScrapingSettings) -> Response | None:
     url = f"{settings.perplexity_base_url.rstrip('/')}/library"
     try:
         return page.goto(url, wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
@@ -267,7 +268,7 @@ def goto_library(page: Page, settings: Settings) -> Response | None:
         raise BrowserUnavailable(f"Could not open {url}: {exc.message.splitlines()[0]}") from exc
 
 
-def reload_past_challenge(page: Page, settings: Settings) -> None:
+def reload_past_challenge(page: Page, settings: ScrapingSettings) -> None:
     """Open the library page again and wait out the challenge it shows (mid-run challenges)."""
     goto_library(page, settings)
     wait_out_challenge(page, settings.scrape_challenge_wait_s)
@@ -281,9 +282,9 @@ class BrowserSession:
 
 
 @contextmanager
-def scrape_session(settings: Settings) -> Iterator[BrowserSession]:
-    """A browser on ``/library``, logged in with the saved state (headful unless configured not to)."""
-    state = settings.perplexity_state_path
+def scrape_session(settings: ScrapingSettings, state: Path) -> Iterator[BrowserSession]:
+    """A browser on ``/library``, logged in with the saved state in ``state`` (headful unless
+    configured not to)."""
     if not state.exists():
         raise NotLoggedIn(f"No saved Perplexity login at {state}. {RELOGIN_HINT}")
     with (
@@ -301,7 +302,9 @@ def scrape_session(settings: Settings) -> Iterator[BrowserSession]:
             )
         library.wait_ready()
         policy = RetryPolicy(
-            settings.scrape_max_attempts, settings.scrape_backoff_base_s, settings.scrape_backoff_max_s
+            settings.scrape_max_attempts,
+            settings.scrape_backoff_base_s,
+            settings.scrape_backoff_max_s,
         )
         client = PerplexityClient(
             PageTransport(page, settings.scrape_timeout_s),
@@ -315,7 +318,7 @@ def scrape_session(settings: Settings) -> Iterator[BrowserSession]:
 
 
 def interactive_login(
-    settings: Settings, on_waiting: Callable[[Page], None], *, headless: bool = False
+    settings: ScrapingSettings, state: Path, on_waiting: Callable[[Page], None], *, headless: bool = False
 ) -> dict[str, Any]:
     """Open a browser window on ``/settings``, wait for the user to log in, save the storage state.
 
@@ -330,19 +333,28 @@ def interactive_login(
             raise BrowserUnavailable(
                 "Logging in needs a browser window you can see, and this machine has no desktop (DISPLAY "
                 "is unset). Run `hindsight scrape --login` on a machine with one, then copy the saved login "
-                f"({settings.perplexity_state_path.name}) to {settings.perplexity_state_path}."
+                f"({state.name}) to {state}."
             )
-        return _log_in(playwright, settings, on_waiting, headless, base)
+        return _log_in(playwright, settings, state, on_waiting, headless, base)
 
 
 def _log_in(
-    playwright: Playwright, settings: Settings, on_waiting: Callable[[Page], None], headless: bool, base: str
+    playwright: Playwright,
+    settings: ScrapingSettings,
+    state: Path,
+    on_waiting: Callable[[Page], None],
+    headless: bool,
+    base: str,
 ) -> dict[str, Any]:
     """The login window: wait until a tab on Perplexity's origin is logged in, then save the state."""
     with open_browser(playwright, settings, headless) as browser:
         context = browser.new_context(user_agent=user_agent(browser))
         page = context.new_page()
-        page.goto(f"{base}/settings", wait_until="domcontentloaded", timeout=settings.scrape_timeout_s * 1000)
+        page.goto(
+            f"{base}/settings",
+            wait_until="domcontentloaded",
+            timeout=settings.scrape_timeout_s * 1000,
+        )
         on_waiting(page)
         deadline = time.monotonic() + settings.scrape_login_timeout_s
         while time.monotonic() < deadline:
@@ -351,13 +363,13 @@ def _log_in(
             for tab in context.pages:
                 user = _poll_user(tab, base, settings)
                 if user:
-                    save_state(context, settings.perplexity_state_path)
+                    save_state(context, state)
                     return user
             time.sleep(LOGIN_POLL_S)
         raise NotLoggedIn(f"No login within {settings.scrape_login_timeout_s:.0f}s; nothing was saved.")
 
 
-def _poll_user(tab: Page, base: str, settings: Settings) -> dict[str, Any] | None:
+def _poll_user(tab: Page, base: str, settings: ScrapingSettings) -> dict[str, Any] | None:
     if not tab.url.startswith(base):
         return None
     try:

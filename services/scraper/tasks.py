@@ -24,7 +24,16 @@ from shared.topology import SCRAPE_LIBRARY_CHECK, SCRAPE_RUN
 def run(payload: dict[str, Any]) -> dict[str, Any]:
     request = ScrapeRequest.model_validate(payload)
     try:
-        report = run_scrape_job(request, get_settings(), EventStream(request.job_id), enqueue_index)
+        settings = get_settings()
+        report = run_scrape_job(
+            request,
+            settings.scraping,
+            EventStream(request.job_id),
+            enqueue_index,
+            state=settings.perplexity_state_path,
+            export_root=settings.export_root,
+            roots_file=settings.roots_file,
+        )
     finally:
         release_lock(request.job_id)
     return report.to_payload()
@@ -33,9 +42,9 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
 @app.task(name=SCRAPE_LIBRARY_CHECK)
 def library_check() -> dict[str, Any]:
     settings = get_settings()
-    return check_library(settings.export_root, settings.max_file_bytes).to_payload()
+    return check_library(settings.export_root, settings.indexing.max_file_bytes).to_payload()
 
 
 @worker_ready.connect
 def _start_schedule(**_: Any) -> None:
-    start_scheduled_sync(get_settings())
+    start_scheduled_sync(get_settings().scraping, get_settings().tasks)

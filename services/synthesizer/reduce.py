@@ -31,7 +31,7 @@ from shared.contracts import (
     Verdict,
 )
 from shared.interfaces import LLM, LLMError
-from shared.settings import Settings
+from shared.settings import SynthesisSettings
 from shared.stage_events import ReduceData
 
 PREVIEW_CHARS = 160
@@ -50,7 +50,7 @@ class ReduceLimits:
     self_correct: bool
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ReduceLimits:
+    def from_settings(cls, settings: SynthesisSettings) -> ReduceLimits:
         return cls(
             max_facts=settings.narrator_max_facts,
             token_budget=settings.narrator_token_budget,

@@ -71,7 +71,8 @@ def read_source(chunk: Chunk) -> SourceFile | None:
         found = os.lstat(chunk.source_uri)  # not followed: a link in the file's place is a new key
     except OSError:
         return None
-    roots = tuple(allowed_roots(get_settings()))
+    settings = get_settings()
+    roots = tuple(allowed_roots(settings.indexing, settings.roots_file))
     version = (found.st_ino, found.st_mtime_ns, found.st_size)
     return cached_source(chunk.source_uri, chunk.kind, chunk.body_start, version, roots)
 
@@ -82,7 +83,7 @@ def cached_source(
 ) -> SourceFile | None:
     """Keyed by the file's inode, modification time and size, so a file edited since is read again."""
     try:
-        decoded = read_file_text(Path(uri), get_settings().max_file_bytes, roots)
+        decoded = read_file_text(Path(uri), get_settings().indexing.max_file_bytes, roots)
     except (OSError, ValueError):  # gone, unreadable, refused by the safe open (RefusedFileError)
         return None
     return SourceFile.of(decoded.text, kind, body_start)

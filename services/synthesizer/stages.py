@@ -9,7 +9,7 @@ from services.synthesizer.reduce import ReduceLimits, synthesize_answer
 from shared.contracts import Answer, MapBatch, MapResult, RerankedQuestion
 from shared.events import StageReport
 from shared.interfaces import LLM, Embedder
-from shared.settings import Settings
+from shared.settings import SynthesisSettings
 
 
 def split_into_batches(reranked: RerankedQuestion, size: int) -> list[MapBatch]:
@@ -27,7 +27,9 @@ def split_into_batches(reranked: RerankedQuestion, size: int) -> list[MapBatch]:
     ]
 
 
-def map_batch(batch: MapBatch, llm: LLM | None, embedder: Embedder | None, settings: Settings) -> MapResult:
+def map_batch(
+    batch: MapBatch, llm: LLM | None, embedder: Embedder | None, settings: SynthesisSettings
+) -> MapResult:
     """The facts of one batch, each with the exact quote it rests on: the LLM's, or without one the
     best-scoring whole sentences (scored with ``embedder``)."""
     if llm is None:

@@ -38,7 +38,7 @@ from shared.redis_keys import (
     MAP_SWEEP_LOCK_LIFETIME,
     map_stage_key,
 )
-from shared.settings import Settings, get_settings
+from shared.settings import TaskSettings, get_settings
 from shared.stage_events import Stage
 from shared.tasking import is_cancelled
 from shared.topology import MAP_CHORD, TASK_QUEUES
@@ -112,7 +112,7 @@ def record_stage(client: redis.Redis, stage: MapStage, ttl_s: int) -> None:
 
 def start_stage(stage: MapStage, batches: list[MapBatch]) -> Signature:
     """Record the stage, to be swept if it stalls; the chord that runs it."""
-    record_stage(redis_client(), stage, map_stage_key.lifetime.ttl_s(get_settings()))
+    record_stage(redis_client(), stage, map_stage_key.lifetime.ttl_s(get_settings().tasks))
     return map_chord(stage, batches)
 
 
@@ -166,12 +166,12 @@ def plan_resume(states: list[str]) -> Resume:
 def resume_stalled_stages() -> None:
     """One sweep; a broker that cannot be reached is logged, and the next sweep retries."""
     try:
-        resume_each_stalled_stage(get_settings())
+        resume_each_stalled_stage(get_settings().tasks)
     except (redis.RedisError, OSError) as exc:
         log.warning("stalled map stages not swept (the next sweep retries): %s", exc)
 
 
-def resume_each_stalled_stage(settings: Settings) -> None:
+def resume_each_stalled_stage(settings: TaskSettings) -> None:
     lock_s = MAP_SWEEP_LOCK_LIFETIME.ttl_s(settings)
     for stage in claim_stalled(redis_client(), settings.question_stall_s, lock_s):
         question_id = stage.question.question_id
@@ -209,7 +209,7 @@ class ResumeStalledStages(bootsteps.StartStopStep):
 
     def start(self, parent: Any) -> None:
         if TASK_QUEUES[MAP_CHORD.body] in parent.app.amqp.queues.consume_from:
-            interval_s = get_settings().question_stall_check_s
+            interval_s = get_settings().tasks.question_stall_check_s
             self.sweeps = parent.timer.call_repeatedly(interval_s, resume_stalled_stages)
 
     def stop(self, parent: Any) -> None:

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 def map_embedder() -> Embedder | None:
     """The embedder the extractive map scores sentences with; none when an LLM does the map."""
-    return get_embedder() if get_settings().llm == "none" else None
+    return get_embedder() if get_settings().generation.llm == "none" else None
 
 
 @worker_process_init.connect
@@ -50,7 +50,7 @@ def fan_out(self: Task, payload: dict[str, Any]) -> dict[str, Any]:
     reranked = RerankedQuestion.model_validate(payload)
     skip_if_cancelled(reranked.question_id)
     with failing_question(reranked.question_id, Stage.MAP):
-        batch_size = get_settings().map_batch_size
+        batch_size = get_settings().synthesis.map_batch_size
         batches = split_into_batches(reranked, batch_size)
         announced = f"{len(batches)} batches of up to {batch_size} passages"
         EventStream(reranked.question_id).emit(Stage.MAP, "started", announced)
@@ -66,7 +66,7 @@ def map_task(payload: dict[str, Any]) -> dict[str, Any]:
     skip_if_cancelled(batch.question_id)
     start = time.perf_counter()
     with failing_question(batch.question_id, f"map batch {batch.batch_index}"):
-        result = map_batch(batch, get_llm(), map_embedder(), get_settings())
+        result = map_batch(batch, get_llm(), map_embedder(), get_settings().synthesis)
     EventStream(batch.question_id).emit(
         Stage.MAP,
         "progress",
@@ -95,7 +95,7 @@ def reduce_answer(results: list[dict[str, Any]], payload: dict[str, Any]) -> dic
             touch_stage(redis_client(), reranked.question_id)
             with EventStream(reranked.question_id).stage(Stage.REDUCE) as report:
                 mapped = [MapResult.model_validate(r) for r in results]
-                limits = ReduceLimits.from_settings(get_settings())
+                limits = ReduceLimits.from_settings(get_settings().synthesis)
                 answer = reduce(reranked, mapped, get_llm(), limits, report)
             answer.timings_ms = {**reranked.timings_ms, Stage.REDUCE: report.elapsed_ms}
             answer.timings_ms["total"] = (time.time() - reranked.started_at) * 1000

@@ -37,7 +37,7 @@ from weaviate.util import generate_uuid5
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.interfaces import Hit, ManifestEntry, VectorStoreError
-from shared.settings import Settings
+from shared.settings import StorageSettings
 from shared.stores.records import (
     CHUNK_FIELDS,
     centroids,
@@ -205,7 +205,7 @@ def stored_vector(vector: Any) -> list[float]:
     return list((vector.get("default") or []) if isinstance(vector, dict) else (vector or []))
 
 
-def connect(settings: Settings) -> Any:
+def connect(settings: StorageSettings) -> Any:
     """A client of the configured server (HTTP and gRPC on the same host)."""
     import weaviate
 
@@ -277,7 +277,7 @@ class WeaviateStore:
             self._documents.config.update(description=MANIFEST_DESCRIPTION)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> WeaviateStore:
+    def from_settings(cls, settings: StorageSettings) -> WeaviateStore:
         try:
             client = connect(settings)
         except WeaviateBaseError as exc:

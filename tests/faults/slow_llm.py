@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from shared.interfaces import ChatMessage
-from shared.settings import Settings
+from shared.settings import GenerationSettings
 from tests.synthesizer.scripted_llm import ScriptedLLM
 
 MAP_REPLY_DELAY_S = 1.5
@@ -26,5 +26,5 @@ class SlowMapperLLM(ScriptedLLM):
         return super().reply(messages, title)
 
 
-def slow_mapper(settings: Settings) -> SlowMapperLLM:
+def slow_mapper(settings: GenerationSettings) -> SlowMapperLLM:
     return SlowMapperLLM()

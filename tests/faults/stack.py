@@ -43,12 +43,12 @@ class FaultStack:
         self.env = {**os.environ, "PYTHONPATH": str(REPO), **env, **self.local.settings_env()}
         self.specs: dict[str, ProcessSpec] = {}
         self.api_key = client_key(self.settings)
-        self.client = GatewayClient(self.settings.gateway_url, self.api_key, timeout_s=60)
+        self.client = GatewayClient(self.settings.gateway.gateway_url, self.api_key, timeout_s=60)
 
     def get(self, path: str) -> dict[str, object]:
         """A GET of the gateway's API with this stack's key; the JSON body, whatever the status."""
         response = httpx.get(
-            self.settings.gateway_url + path, headers={"X-API-Key": self.api_key or ""}, timeout=30
+            self.settings.gateway.gateway_url + path, headers={"X-API-Key": self.api_key or ""}, timeout=30
         )
         return dict(response.json())
 

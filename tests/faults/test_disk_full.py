@@ -106,19 +106,25 @@ def test_an_index_scan_on_a_full_disk_fails_each_changed_file_with_the_reason_an
     embedder = OnnxEmbedder(require_embedder() / "all-MiniLM-L6-v2", threads=1)
     store = LanceDBStore(settings.store_dir, embedder.dimension)
     request = IndexRequest(job_id="disk-full", root=str(library))
-    assert sync_root(request, store, embedder, settings).failed == 0
+    assert sync_root(request, store, embedder, settings.indexing, settings.data_dir).failed == 0
     changed = sorted(notes)[:5]
     for path in changed:
         Path(path).write_text(Path(path).read_text() + "\n" + "A later paragraph added to the note. " * 400)
     filler = fill(small_disk, leave_bytes=16 * 1024)
 
-    on_full_disk = sync_root(request, store, embedder, settings)
+    on_full_disk = sync_root(request, store, embedder, settings.indexing, settings.data_dir)
     readable = {
         uri: [c.text for c in store.document_chunks(e.document_id, [0, 1])]
         for uri, e in store.manifest().items()
     }
     filler.unlink()
-    after = sync_root(request, LanceDBStore(settings.store_dir, embedder.dimension), embedder, settings)
+    after = sync_root(
+        request,
+        LanceDBStore(settings.store_dir, embedder.dimension),
+        embedder,
+        settings.indexing,
+        settings.data_dir,
+    )
 
     reasons = {result.path: result.reason or "" for result in on_full_disk.failures}
     assert sorted(reasons) == changed

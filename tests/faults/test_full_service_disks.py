@@ -68,7 +68,7 @@ def refuses_writes(url: str) -> bool:
 
 def ask_status(stack: FaultStack, question: str) -> tuple[int, str]:
     response = httpx.post(
-        f"{stack.settings.gateway_url}/v1/questions",
+        f"{stack.settings.gateway.gateway_url}/v1/questions",
         json={"question": question},
         headers={"X-API-Key": stack.api_key or ""},
         timeout=30,

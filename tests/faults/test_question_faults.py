@@ -243,7 +243,7 @@ def test_fifty_questions_at_once_are_answered_or_refused_with_429_and_no_worker_
     def ask(n: int) -> httpx.Response:
         body = {"question": f"Which timer makes TCP resend segment number {n}?"}
         return httpx.post(
-            f"{stack.settings.gateway_url}/v1/questions", json=body, headers=headers, timeout=60
+            f"{stack.settings.gateway.gateway_url}/v1/questions", json=body, headers=headers, timeout=60
         )
 
     with ThreadPoolExecutor(BURST) as pool:

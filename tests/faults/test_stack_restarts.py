@@ -95,7 +95,7 @@ def stack(
 def resuming_reader(stack: FaultStack, question_id: str, seen: list[tuple[str, Event]]) -> None:
     """Read the question's events like EventSource: on a broken or refused connection, connect again
     (every half second, for up to two minutes) sending the last event id received."""
-    url = f"{stack.settings.gateway_url}/v1/questions/{question_id}/events"
+    url = f"{stack.settings.gateway.gateway_url}/v1/questions/{question_id}/events"
     for _ in range(240):
         headers = {"X-API-Key": stack.api_key or ""}
         if seen:
@@ -171,7 +171,8 @@ def test_a_question_in_flight_when_redis_comes_back_empty_fails_with_a_reason_an
     assert last.detail is not None and "Redis lost this work" in last.detail
     assert [e for e in seen if e.stage == "answer"] == [last], "no answer besides the failure"
     lost = httpx.get(
-        f"{stack.settings.gateway_url}/v1/questions/{question_id}", headers={"X-API-Key": stack.api_key or ""}
+        f"{stack.settings.gateway.gateway_url}/v1/questions/{question_id}",
+        headers={"X-API-Key": stack.api_key or ""},
     )
     assert (lost.status_code, lost.json()["detail"]) == (404, f"no question with id {question_id}")
 

@@ -17,7 +17,7 @@ from shared.settings import get_settings
 @pytest.fixture
 def api(redis_env: redis.Redis, docs: Path) -> TestClient:
     app = FastAPI()
-    app.state.settings = get_settings().model_copy(update={"roots": [docs]})
+    app.state.settings = get_settings().replace(roots=[docs])
     app.include_router(router)
     return TestClient(app)
 

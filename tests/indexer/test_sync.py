@@ -46,7 +46,9 @@ class CountingEmbedder:
 
 
 def sync(root: Path, store: object, embedder: object, settings: Settings) -> ScanReport:
-    return sync_root(IndexRequest(job_id="test", root=str(root)), store, embedder, settings)  # type: ignore[arg-type]
+    return sync_root(
+        IndexRequest(job_id="test", root=str(root)), store, embedder, settings.indexing, settings.data_dir
+    )  # type: ignore[arg-type]
 
 
 def long_note(topic: str, paragraphs: int) -> str:
@@ -162,16 +164,20 @@ def test_a_file_edited_between_scan_and_indexing_is_stored_with_the_hash_of_the_
 ) -> None:
     note = docs / "note.txt"
     note.write_text("The kefir grains were fed on Monday.\n")
-    _, work = begin_scan(IndexRequest(job_id="edit", root=str(docs)), store, settings)
+    _, work = begin_scan(
+        IndexRequest(job_id="edit", root=str(docs)), store, settings.indexing, settings.data_dir
+    )
     edited = b"The kefir grains were fed on Tuesday, with whole milk.\n"
     note.write_bytes(edited)
 
-    index_batch(work, store, embedder, settings)
+    index_batch(work, store, embedder, settings.indexing, settings.data_dir)
 
     (entry,) = store.manifest(str(docs)).values()
     assert entry.content_hash == hashlib.sha256(edited).hexdigest() != work[0].content_hash
     assert "Tuesday" in store.document_chunks(entry.document_id, [0])[0].text
-    report, again = begin_scan(IndexRequest(job_id="next", root=str(docs)), store, settings)
+    report, again = begin_scan(
+        IndexRequest(job_id="next", root=str(docs)), store, settings.indexing, settings.data_dir
+    )
     assert (report.unchanged, report.changed, again) == (1, 0, []), "the hash describes what is indexed"
 
 
@@ -291,21 +297,21 @@ def file_task(name: str, size: int) -> IndexFileTask:
 
 
 def test_batches_are_bounded_by_file_count_and_bytes_and_a_big_file_goes_alone(settings: Settings) -> None:
-    by_count = settings.model_copy(update={"index_batch_files": 2, "index_batch_bytes": 1_000})
+    by_count = settings.replace(index_batch_files=2, index_batch_bytes=1_000)
     work = [file_task(f"f{i}", 10) for i in range(5)]
-    assert [[t.path[3:] for t in b.files] for b in plan_batches(work, by_count)] == [
+    assert [[t.path[3:] for t in b.files] for b in plan_batches(work, by_count.indexing)] == [
         ["f0", "f1"], ["f2", "f3"], ["f4"],
     ]  # fmt: skip
-    by_bytes = settings.model_copy(update={"index_batch_files": 10, "index_batch_bytes": 12})
+    by_bytes = settings.replace(index_batch_files=10, index_batch_bytes=12)
     sizes = [6, 6, 6, 20, 1, 5]
     work = [file_task(f"f{i}", size) for i, size in enumerate(sizes)]
-    assert [[t.size_bytes for t in b.files] for b in plan_batches(work, by_bytes)] == [
+    assert [[t.size_bytes for t in b.files] for b in plan_batches(work, by_bytes.indexing)] == [
         [6, 6],
         [6],
         [20],
         [1, 5],
     ]
-    assert plan_batches([], settings) == []
+    assert plan_batches([], settings.indexing) == []
 
 
 class CountingStore:
@@ -329,7 +335,7 @@ def test_a_scan_fills_embedder_calls_across_batches_writes_once_per_batch_and_a_
     for i in range(5):
         (docs / f"note-{i}.md").write_text(long_note(f"topic {i}", 4))
     (docs / "note-2b.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf")
-    three_per_batch = settings.model_copy(update={"index_batch_files": 3})
+    three_per_batch = settings.replace(index_batch_files=3)
     report = sync(docs, writes, counting, three_per_batch)
     assert (report.new, report.failed) == (6, 1)
     assert Path(report.failures[0].path).name == "note-2b.pdf"
@@ -354,7 +360,7 @@ def test_embedder_calls_reach_the_token_budget_before_they_run(
 
     for i in range(6):
         (docs / f"note-{i}.md").write_text(long_note(f"topic {i}", 5))
-    budget = settings.model_copy(update={"index_batch_files": 2, "index_embed_tokens": 120})
+    budget = settings.replace(index_batch_files=2, index_embed_tokens=120)
     report = sync(docs, store, Sizing(embedder), budget)
     assert report.new == 6 and report.chunks == store.count_chunks()
     assert len(sizes) > 1 and all(size >= 120 for size in sizes[:-1]), sizes
@@ -366,13 +372,18 @@ def test_a_file_too_big_for_one_embedder_call_is_split_and_each_call_reports_its
     (docs / "big.md").write_text(long_note("sourdough", 60))
     (docs / "small.md").write_text(long_note("rye", 1))
     counting, heard = CountingEmbedder(embedder), []
-    small_calls = settings.model_copy(update={"index_embed_tokens": 120})
-    _, tasks = begin_scan(IndexRequest(job_id="test", root=str(docs)), store, small_calls)
+    small_calls = settings.replace(index_embed_tokens=120)
+    _, tasks = begin_scan(
+        IndexRequest(job_id="test", root=str(docs)), store, small_calls.indexing, small_calls.data_dir
+    )
 
     def embedded(task: IndexFileTask, done: int, chunks: int) -> None:
         heard.append((Path(task.path).name, done, chunks))
 
-    results = {Path(r.path).name: r for r in index_batch(tasks, store, counting, small_calls, embedded)}
+    results = {
+        Path(r.path).name: r
+        for r in index_batch(tasks, store, counting, small_calls.indexing, small_calls.data_dir, embedded)
+    }
     big = results["big.md"].chunks
     assert counting.calls > 2 and [name for name, _, _ in heard] == ["big.md"] * len(heard), heard
     done = [count for _, count, _ in heard]
@@ -408,7 +419,7 @@ def test_a_store_write_that_fails_in_the_writing_thread_sends_the_batch_file_by_
 
     for name in ("a", "b", "c", "d"):
         (docs / f"{name}.md").write_text(long_note("poison" if name == "c" else f"bread {name}", 3))
-    two_per_batch = settings.model_copy(update={"index_batch_files": 2})
+    two_per_batch = settings.replace(index_batch_files=2)
     report = sync(docs, RejectingStore(store), embedder, two_per_batch)
     assert report.failed == 1 and Path(report.failures[0].path).name == "c.md"
     assert report.failures[0].reason == "OSError: disk refused the write"
@@ -427,11 +438,15 @@ def test_reindexing_and_rerunning_a_batch_keep_chunk_counts_exact(
     )
     (docs / "n0.md").write_text(long_note("rye 0", 2))
     (docs / "n1.md").write_text(long_note("rye 1", 12))
-    report, work = begin_scan(IndexRequest(job_id="again", root=str(docs)), store, settings)
+    report, work = begin_scan(
+        IndexRequest(job_id="again", root=str(docs)), store, settings.indexing, settings.data_dir
+    )
     assert (report.changed, len(work)) == (2, 2)
-    once = index_batch(work, store, embedder, settings)
+    once = index_batch(work, store, embedder, settings.indexing, settings.data_dir)
     after_once = store.count_chunks()
-    twice = index_batch(work, store, embedder, settings)  # a redelivered batch writes the same rows
+    twice = index_batch(
+        work, store, embedder, settings.indexing, settings.data_dir
+    )  # a redelivered batch writes the same rows
     assert once == twice and store.count_chunks() == after_once
     manifest = store.manifest(str(docs))
     assert after_once == sum(entry.chunk_count for entry in manifest.values())

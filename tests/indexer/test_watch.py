@@ -31,7 +31,15 @@ def test_edits_are_debounced_into_one_resync_that_updates_and_deletes(
     reports: list[ScanReport] = []
 
     def resync(root: Path) -> None:
-        reports.append(sync_root(IndexRequest(job_id="watch", root=str(root)), store, embedder, settings))
+        reports.append(
+            sync_root(
+                IndexRequest(job_id="watch", root=str(root)),
+                store,
+                embedder,
+                settings.indexing,
+                settings.data_dir,
+            )
+        )
 
     watcher = RootWatcher(lambda: [docs], resync, debounce_ms=400, refresh_ms=200, on_start=resync)
     thread = threading.Thread(target=watcher.run, daemon=True)

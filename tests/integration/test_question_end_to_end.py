@@ -56,10 +56,10 @@ def stack(
     )
     ensure_local_key(settings)
     for root in (corpus, samples):
-        register_root(settings, root)  # as `hindsight index` does
+        register_root(settings.roots_file, root)  # as `hindsight index` does
     local = LocalStack(settings)
     local.up()
-    client = GatewayClient(settings.gateway_url, client_key(settings))
+    client = GatewayClient(settings.gateway.gateway_url, client_key(settings))
 
     def all_queues_served() -> bool:
         try:

@@ -68,7 +68,11 @@ def indexed_samples(tmp_path: Path) -> Settings:
     settings = Settings(data_dir=tmp_path / "data", models_dir=require_embedder(), roots=[samples])
     parts = QuestionParts.from_settings(settings)
     sync_root(
-        IndexRequest(job_id="samples", root=str(samples)), parts.store, parts.retriever.embedder, settings
+        IndexRequest(job_id="samples", root=str(samples)),
+        parts.store,
+        parts.retriever.embedder,
+        settings.indexing,
+        settings.data_dir,
     )
     return settings
 

@@ -6,6 +6,7 @@ import json
 import shutil
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,19 +16,20 @@ from services.reranker.batcher import MicroBatcher
 from services.reranker.cross_encoder import CrossEncoder
 from services.reranker.cutoff import describe
 from services.reranker.service import Reranker
-from shared.settings import Settings
+from shared.settings import RerankingSettings
 from tests.reranker.conftest import candidates, passages
 
 SENTENCES = FIT_TEXTS
 QUESTIONS = [question for question, _ in FIT_PAIRS]
 
 
-def settings_for(model_dir: Path, **overrides: object) -> Settings:
-    return Settings(reranker_model_dir=model_dir, onnx_threads=1, **overrides)
+def reranker_for(model_dir: Path, **overrides: Any) -> Reranker:
+    """A reranker over the model in ``model_dir`` with the reranking settings ``overrides``."""
+    return Reranker(RerankingSettings(**overrides), model_dir, onnx_threads=1)
 
 
 def test_keeps_logits_at_or_above_threshold_by_descending_logit(standin_dir: Path) -> None:
-    reranker = Reranker(settings_for(standin_dir))
+    reranker = reranker_for(standin_dir)
     pool = candidates(SENTENCES)
     kept, outcome = reranker.rerank("How does TCP guarantee delivery?", pool)
     logits = reranker.encoder.score("How does TCP guarantee delivery?", SENTENCES)  # type: ignore[union-attr]
@@ -40,7 +42,7 @@ def test_keeps_logits_at_or_above_threshold_by_descending_logit(standin_dir: Pat
 
 
 def test_falls_back_to_fused_top_20_when_nothing_passes(standin_dir: Path) -> None:
-    reranker = Reranker(settings_for(standin_dir, rerank_threshold=50.0))
+    reranker = reranker_for(standin_dir, rerank_threshold=50.0)
     pool = candidates(passages(35))
     kept, outcome = reranker.rerank("What is photosynthesis?", pool)
     assert [c.chunk.id for c in kept] == [c.chunk.id for c in pool[:20]]
@@ -51,22 +53,20 @@ def test_falls_back_to_fused_top_20_when_nothing_passes(standin_dir: Path) -> No
 
 def test_a_best_logit_under_the_answerability_cut_says_no_passage_answers(standin_dir: Path) -> None:
     question = "How does TCP guarantee delivery?"
-    refusing = Reranker(settings_for(standin_dir, rerank_answerable_logit=50.0))
+    refusing = reranker_for(standin_dir, rerank_answerable_logit=50.0)
     _, refused = refusing.rerank(question, candidates(SENTENCES))
     best = float(refusing.encoder.score(question, SENTENCES).max())  # type: ignore[union-attr]
     assert refused.answerable is False and refused.top_score == pytest.approx(best)
     assert describe(refused).endswith(f"no passage answers (best {best:.2f})")
 
-    _, answered = Reranker(settings_for(standin_dir, rerank_answerable_logit=best)).rerank(
+    _, answered = reranker_for(standin_dir, rerank_answerable_logit=best).rerank(
         question, candidates(SENTENCES)
     )
     assert answered.answerable is True
 
 
 def test_a_model_without_a_calibrated_cut_never_refuses(standin_dir: Path) -> None:
-    _, outcome = Reranker(settings_for(standin_dir)).rerank(
-        "What is photosynthesis?", candidates(passages(35))
-    )
+    _, outcome = reranker_for(standin_dir).rerank("What is photosynthesis?", candidates(passages(35)))
     assert outcome.answerable is None and outcome.top_score is not None
 
 
@@ -79,15 +79,15 @@ def test_the_provisioned_models_own_cuts_apply_unless_settings_override_them(
     record = json.loads(provenance.read_text())
     provenance.write_text(json.dumps({**record, "keep_logit": 1.5, "answerable_logit": 2.5}))
 
-    own = Reranker(settings_for(calibrated))
-    overridden = Reranker(settings_for(calibrated, rerank_threshold=-1.0, rerank_answerable_logit=0.0))
+    own = reranker_for(calibrated)
+    overridden = reranker_for(calibrated, rerank_threshold=-1.0, rerank_answerable_logit=0.0)
 
     assert (own.threshold, own.answerable_logit) == (1.5, 2.5)
     assert (overridden.threshold, overridden.answerable_logit) == (-1.0, 0.0)
 
 
 def test_passes_fused_order_through_without_a_model(tmp_path: Path) -> None:
-    reranker = Reranker(settings_for(tmp_path / "nothing-here"))
+    reranker = reranker_for(tmp_path / "nothing-here")
     pool = candidates(passages(35))
     kept, outcome = reranker.rerank("What is photosynthesis?", pool)
     assert kept == pool
@@ -102,7 +102,7 @@ def test_auto_serves_the_verified_precision_that_provisioning_measured_fastest(s
     assert report["int8_verified"] and set(report["pairs_per_s"]) == {"fp32", "int8"}
     fastest = max(report["pairs_per_s"], key=report["pairs_per_s"].get)
     assert report["served_precision"] == fastest
-    reranker = Reranker(settings_for(standin_dir))
+    reranker = reranker_for(standin_dir)
     assert reranker.encoder is not None and reranker.encoder.precision == fastest
     assert f"[{fastest}" in reranker.encoder.name and reranker.status.mode == "scoring"
 
@@ -113,9 +113,9 @@ def test_refused_int8_is_never_served_and_auto_falls_back_to_exact_fp32(
     """Where provisioning refused int8 (no int8 file), asking for int8 passes through; auto serves fp32."""
     for name in ("model_fp32.onnx", "tokenizer.json"):
         (tmp_path / name).symlink_to(standin_dir / name)
-    refused = Reranker(settings_for(tmp_path, reranker_precision="int8"))
+    refused = reranker_for(tmp_path, reranker_precision="int8")
     assert refused.encoder is None and refused.status.mode == "pass-through"
-    auto = Reranker(settings_for(tmp_path))
+    auto = reranker_for(tmp_path)
     assert auto.encoder is not None and auto.encoder.precision == "fp32"
 
 

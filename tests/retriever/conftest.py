@@ -24,7 +24,7 @@ from tests.conftest import models_dir
 
 def retrieval_config(**overrides: object) -> RetrievalConfig:
     """The settings' configuration with every fusion weight 1 unless ``overrides`` say otherwise."""
-    base = RetrievalConfig.from_settings(Settings(), Strategy.PRECISE)
+    base = RetrievalConfig.from_settings(Settings().retrieval, Strategy.PRECISE)
     return replace(base, **{"weights": {}, **overrides})  # type: ignore[arg-type]
 
 

@@ -36,7 +36,9 @@ def test_a_match_in_a_windows_1252_file_and_after_a_bom_and_front_matter_is_cred
     )
     embedder = OnnxEmbedder(require_embedder() / "all-MiniLM-L6-v2", threads=1)
     store = LanceDBStore(settings.store_dir, embedder.dimension)
-    report = sync_root(IndexRequest(job_id="enc", root=str(docs)), store, embedder, settings)
+    report = sync_root(
+        IndexRequest(job_id="enc", root=str(docs)), store, embedder, settings.indexing, settings.data_dir
+    )
     assert report.new == 2 and report.failed == 0
 
     exact = ExactSearcher(store, find_rg())

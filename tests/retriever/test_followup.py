@@ -89,7 +89,7 @@ def test_a_failing_or_stalled_llm_hands_the_follow_up_to_the_rule_and_says_why()
 def test_plan_stage_hands_the_standalone_question_on_and_says_what_it_searched_for() -> None:
     question = Question(question_id="q2", question="How often is it fed?", history=[STARTER])
     report = StageReport()
-    planned = plan(question, None, None, Settings(), report)
+    planned = plan(question, None, None, Settings().retrieval, report)
     assert planned.question == "How often is it fed? (sourdough starter called)"
     assert planned.plan.follow_up == "How often is it fed?"
     assert planned.plan.rewritten_by == "rules"
@@ -102,7 +102,9 @@ def test_plan_stage_hands_the_standalone_question_on_and_says_what_it_searched_f
 
 def test_plan_stage_leaves_a_first_question_as_asked() -> None:
     report = StageReport()
-    planned = plan(Question(question_id="q1", question=STARTER.question), None, None, Settings(), report)
+    planned = plan(
+        Question(question_id="q1", question=STARTER.question), None, None, Settings().retrieval, report
+    )
     assert planned.question == STARTER.question
     assert planned.plan.follow_up is None
     assert not report.detail.startswith("follow-up")

@@ -84,6 +84,6 @@ def test_supplement_with_a_weak_writer_searches_without_asking_it(corpus) -> Non
 
 def test_weak_writers_come_from_a_comma_separated_setting(monkeypatch) -> None:
     monkeypatch.setenv("HINDSIGHT_HYDE_WEAK_WRITERS", "SmolLM2, tinyllama")
-    assert Settings().hyde_weak_writers == ["SmolLM2", "tinyllama"]
-    config = RetrievalConfig.from_settings(Settings(), Strategy.PRECISE)
+    assert Settings().retrieval.hyde_weak_writers == ["SmolLM2", "tinyllama"]
+    config = RetrievalConfig.from_settings(Settings().retrieval, Strategy.PRECISE)
     assert config.hyde_weak_writers == ("SmolLM2", "tinyllama")

@@ -6,12 +6,17 @@ import json
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from playwright.sync_api import Page
 
 from services.indexer.chunking import markdown_sections
 from services.indexer.loaders import load_markdown
 from services.indexer.pipeline import turn_question
+from services.scraper.exporter import export_library
+from services.scraper.session import interactive_login
+from shared.contracts import ExportReport
 from shared.settings import Settings
 from testing.perplexity_replay import COOKIE, ReplayEntry, ReplayLibrary, ReplayServer, ReplayThread
 
@@ -174,6 +179,17 @@ def settings(tmp_path: Path, replay: ReplayServer) -> Settings:
 def logged_in(settings: Settings) -> Settings:
     write_state(settings.perplexity_state_path, "token-ok")
     return settings
+
+
+def export_with(settings: Settings, **options: Any) -> ExportReport:
+    """The library exported as the scrape job does: ``settings``' scraping group, saved login and
+    export folder."""
+    return export_library(settings.scraping, settings.perplexity_state_path, settings.export_root, **options)
+
+
+def login_with(settings: Settings, on_waiting: Callable[[Page], None], **options: Any) -> dict[str, Any]:
+    """``interactive_login`` with ``settings``' scraping group, saving the login where they say."""
+    return interactive_login(settings.scraping, settings.perplexity_state_path, on_waiting, **options)
 
 
 def front_matter(path: Path) -> dict[str, str]:

@@ -9,11 +9,9 @@ import pytest
 
 from services.scraper.checkpoint import CHECKPOINT_NAME
 from services.scraper.errors import CloudflareChallenge, DiscoveryFailed, NotLoggedIn
-from services.scraper.exporter import export_library
-from services.scraper.session import interactive_login
 from shared.settings import Settings
 from testing.perplexity_replay import ReplayEntry, ReplayLibrary
-from tests.scraper.conftest import front_matter, section
+from tests.scraper.conftest import export_with, front_matter, login_with, section
 
 pytestmark = pytest.mark.browser
 
@@ -34,7 +32,7 @@ def thread_fetches(library: ReplayLibrary) -> list[str]:
 def test_first_run_exports_every_live_thread_with_front_matter_turns_and_linked_sources(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
-    report = export_library(logged_in)
+    report = export_with(logged_in)
 
     files = exported(logged_in)
     assert (report.discovered, report.new, report.gone, report.failed) == (7, 6, 1, 0)
@@ -71,7 +69,7 @@ def test_first_run_exports_every_live_thread_with_front_matter_turns_and_linked_
 def test_discovery_puts_pinned_first_dedupes_and_pages_until_an_empty_page(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
-    export_library(logged_in)
+    export_with(logged_in)
 
     scraper_pages = [
         r.body["offset"]
@@ -85,7 +83,7 @@ def test_discovery_puts_pinned_first_dedupes_and_pages_until_an_empty_page(
 
 
 def test_file_names_are_portable_and_unique(logged_in: Settings) -> None:
-    names = export_library(logged_in).written
+    names = export_with(logged_in).written
 
     assert len(set(names)) == len(names) == 6
     for name in names:
@@ -102,12 +100,12 @@ def test_file_names_are_portable_and_unique(logged_in: Settings) -> None:
 def test_second_run_skips_everything_and_a_changed_thread_is_rerendered_alone(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
-    export_library(logged_in)
+    export_with(logged_in)
     before = exported(logged_in)
     mtimes = {p: (logged_in.export_root / p).stat().st_mtime_ns for p in before}
     library.log.clear()
 
-    second = export_library(logged_in)
+    second = export_with(logged_in)
     assert (second.new, second.changed, second.unchanged, second.fetched) == (0, 0, 6, 0)
     assert exported(logged_in) == before
 
@@ -124,7 +122,7 @@ def test_second_run_skips_everything_and_a_changed_thread_is_rerendered_alone(
     rust.last_query_datetime = "2025-07-27T10:00:00.000000"
     library.log.clear()
 
-    third = export_library(logged_in)
+    third = export_with(logged_in)
     after = exported(logged_in)
     assert (third.changed, third.new, third.unchanged, third.written) == (1, 0, 5, [RUST])
     assert thread_fetches(library) == ["/rest/thread/rust-borrow-checker-BbCdEfGhIjKlMnOpQrStUv"]
@@ -138,12 +136,12 @@ def test_second_run_skips_everything_and_a_changed_thread_is_rerendered_alone(
 def test_refetching_everything_rewrites_only_threads_whose_hash_changed(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
-    export_library(logged_in)
+    export_with(logged_in)
     same = library.thread("same-title-EbCdEfGhIjKlMnOpQrStUv")
     assert same is not None
     same.entries[0].answer = "Answer one, corrected silently."  # content changes, listing does not
 
-    report = export_library(logged_in, refetch_all=True)
+    report = export_with(logged_in, refetch_all=True)
 
     assert (report.fetched, report.changed, report.unchanged) == (6, 1, 5)
     assert report.written == ["General/Same title (EbCdEfGhIjKlMnOpQrStUv).md"]
@@ -158,7 +156,7 @@ def test_rate_limits_and_server_errors_are_retried_honouring_retry_after(
     library.faults[path] = [429, 502, 200]  # rate limit, gateway error, HTML interstitial, then data
     library.faults["/rest/thread/list_ask_threads@3"] = [429]
 
-    report = export_library(logged_in)
+    report = export_with(logged_in)
 
     assert (report.new, report.failed) == (6, 0)
     attempts = library.requests(path)
@@ -174,10 +172,10 @@ def test_a_thread_that_keeps_failing_is_reported_and_skipped(
     path = "/rest/thread/sourdough-hydration-DbCdEfGhIjKlMnOpQrStUv"
     library.faults[path] = [503] * 10
 
-    report = export_library(logged_in)
+    report = export_with(logged_in)
 
     assert (report.new, report.failed, report.gone) == (5, 1, 1)
-    assert len(library.requests(path)) == logged_in.scrape_max_attempts
+    assert len(library.requests(path)) == logged_in.scraping.scrape_max_attempts
     assert any("Sourdough" in line and "503" in line for line in report.failures)
     assert not any("Sourdough" in name for name in exported(logged_in))
 
@@ -190,13 +188,13 @@ def test_expired_login_stops_with_a_relogin_message_and_writes_nothing(
     write_state(settings.perplexity_state_path, "token-expired")
 
     with pytest.raises(NotLoggedIn, match=r"expired.*hindsight scrape --login"):
-        export_library(settings)
+        export_with(settings)
     assert not settings.export_root.exists() or not any(settings.export_root.iterdir())
 
 
 def test_missing_login_state_says_how_to_log_in(settings: Settings) -> None:
     with pytest.raises(NotLoggedIn, match=r"No saved Perplexity login.*--login"):
-        export_library(settings)
+        export_with(settings)
 
 
 def test_401_mid_run_aborts_but_keeps_the_checkpoint_of_finished_threads(
@@ -205,11 +203,11 @@ def test_401_mid_run_aborts_but_keeps_the_checkpoint_of_finished_threads(
     library.faults["/rest/thread/same-title-FbCdEfGhIjKlMnOpQrStUv"] = [401]
 
     with pytest.raises(NotLoggedIn, match="401"):
-        export_library(logged_in)
+        export_with(logged_in)
 
     checkpoint = json.loads((logged_in.export_root / CHECKPOINT_NAME).read_text())
     assert len(checkpoint["threads"]) == 5
-    resumed = export_library(logged_in)
+    resumed = export_with(logged_in)
     assert (resumed.new, resumed.unchanged, resumed.fetched) == (1, 5, 1)
 
 
@@ -219,7 +217,7 @@ def test_a_lasting_cloudflare_challenge_stops_before_any_api_call_with_an_action
     library.cloudflare = True
 
     with pytest.raises(CloudflareChallenge, match=r"did not clear.*hindsight scrape --login"):
-        export_library(logged_in)
+        export_with(logged_in)
     assert not [r.path for r in library.log if r.path.startswith(("/rest/", "/api/"))]
 
 
@@ -229,7 +227,7 @@ def test_an_empty_library_listing_is_an_error_not_a_silent_empty_export(
     library.threads.clear()
 
     with pytest.raises(DiscoveryFailed, match=r"no threads after 3 attempts.*--login"):
-        export_library(logged_in)
+        export_with(logged_in)
     offsets = [
         r.body["offset"] for r in library.requests("/rest/thread/list_ask_threads") if r.body["limit"] == 3
     ]
@@ -240,7 +238,7 @@ def test_interactive_login_saves_a_state_that_later_runs_reuse(
     settings: Settings, library: ReplayLibrary
 ) -> None:
     """The user's clicks in the login window are played by ``on_waiting`` (headless here)."""
-    user = interactive_login(settings, lambda page: page.click("#login"), headless=True)
+    user = login_with(settings, lambda page: page.click("#login"), headless=True)
 
     state_path = settings.perplexity_state_path
     assert user["user"]["email"] == "tester@example.com"
@@ -248,4 +246,4 @@ def test_interactive_login_saves_a_state_that_later_runs_reuse(
     assert [c["name"] for c in json.loads(state_path.read_text())["cookies"]] == [
         "__Secure-next-auth.session-token"
     ]
-    assert export_library(settings).new == 6
+    assert export_with(settings).new == 6

@@ -10,11 +10,10 @@ import httpx
 import pytest
 
 from services.scraper.checkpoint import CHECKPOINT_NAME, content_hash
-from services.scraper.exporter import export_library
 from services.scraper.imports import threads_from_data_export, threads_from_markdown_dir, write_threads
 from shared.settings import Settings
 from testing.perplexity_replay import COOKIE, ReplayServer
-from tests.scraper.conftest import data_export, front_matter, section
+from tests.scraper.conftest import data_export, export_with, front_matter, section
 
 BASE = "https://www.perplexity.ai"
 MAX_BYTES = 1_000_000
@@ -152,7 +151,7 @@ def test_a_thread_both_scraped_and_imported_is_one_file(
     export_dir = logged_in.export_root
 
     first_import = write_threads(imported, export_dir)
-    scraped = export_library(logged_in)
+    scraped = export_with(logged_in)
     again = write_threads(imported, export_dir)
 
     assert first_import.new == 6

@@ -32,6 +32,14 @@ def test_the_index_is_queued_after_the_exports_done_event(
     def enqueue_index(request: IndexRequest) -> None:
         seen_when_queued.extend((event.stage, event.status) for _, event in events.read())
 
-    report = job.run_scrape_job(ScrapeRequest(job_id="scrape-job"), settings, events, enqueue_index)
+    report = job.run_scrape_job(
+        ScrapeRequest(job_id="scrape-job"),
+        settings.scraping,
+        events,
+        enqueue_index,
+        state=settings.perplexity_state_path,
+        export_root=settings.export_root,
+        roots_file=settings.roots_file,
+    )
     assert report.index_queued
     assert seen_when_queued[-1] == ("scrape", "done")

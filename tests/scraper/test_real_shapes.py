@@ -8,10 +8,10 @@ import logging
 
 import pytest
 
-from services.scraper.exporter import export_library
 from services.scraper.fetch import BLOCK_USE_CASES
 from shared.settings import Settings
 from testing.perplexity_replay import ReplayEntry, ReplayLibrary, ReplayThread, Shape
+from tests.scraper.conftest import export_with
 
 pytestmark = pytest.mark.browser
 
@@ -74,7 +74,7 @@ def written(settings: Settings, title: str) -> str:
 def test_real_list_items_without_is_pinned_are_all_discovered_with_their_space(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
-    report = export_library(logged_in)
+    report = export_with(logged_in)
 
     assert (report.discovered, report.new, report.failed) == (9, 9, 0)
     spaces = {p.parent.name for p in logged_in.export_root.rglob("*.md")}
@@ -87,7 +87,7 @@ def test_a_server_that_caps_the_page_size_does_not_truncate_the_library(
 ) -> None:
     library.list_page_cap = 2  # the scraper asks for 3 per page
 
-    report = export_library(logged_in)
+    report = export_with(logged_in)
 
     assert report.discovered == 9
     offsets = [
@@ -97,7 +97,7 @@ def test_a_server_that_caps_the_page_size_does_not_truncate_the_library(
 
 
 def test_listing_requests_send_exclude_asi_false(logged_in: Settings, library: ReplayLibrary) -> None:
-    export_library(logged_in)
+    export_with(logged_in)
 
     bodies = [r.body for r in library.requests("/rest/thread/list_ask_threads") if r.body["limit"] == 3]
     assert bodies and all(body["exclude_asi"] is False for body in bodies)
@@ -108,7 +108,7 @@ def test_a_server_that_ignores_the_offset_ends_paging_when_no_new_uuid_comes(
 ) -> None:
     library.list_ignores_offset = True
 
-    report = export_library(logged_in)
+    report = export_with(logged_in)
 
     assert report.discovered == 3
     assert len([r for r in library.requests("/rest/thread/list_ask_threads") if r.body["limit"] == 3]) == 2
@@ -119,7 +119,7 @@ def test_the_count_found_is_logged_against_the_untrusted_total_threads(
 ) -> None:
     progress: list[str] = []
     with caplog.at_level(logging.INFO, logger="services.scraper.discovery"):
-        export_library(logged_in, progress=lambda detail, _data: progress.append(detail))
+        export_with(logged_in, progress=lambda detail, _data: progress.append(detail))
 
     assert "found 9 threads; the listing's total_threads says 99" in caplog.text
     assert progress[0] == "found 9 threads (the listing claims 99)"
@@ -128,7 +128,7 @@ def test_the_count_found_is_logged_against_the_untrusted_total_threads(
 def test_blocks_without_text_and_a_sources_object_keep_answer_and_sources(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
-    export_library(logged_in)
+    export_with(logged_in)
 
     text = written(logged_in, "Blocks only")
     assert "Gauss [1] and Faraday [3] in the lecture notes." in text
@@ -139,7 +139,7 @@ def test_blocks_without_text_and_a_sources_object_keep_answer_and_sources(
 def test_sources_only_in_sources_answer_mode_rows_are_numbered_by_citation(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
-    export_library(logged_in)
+    export_with(logged_in)
 
     text = written(logged_in, "Sources mode")
     assert "Gauss [1] and Faraday [3]" in text
@@ -149,14 +149,14 @@ def test_sources_only_in_sources_answer_mode_rows_are_numbered_by_citation(
 
 
 def test_pplx_app_links_are_rendered_as_their_label(logged_in: Settings, library: ReplayLibrary) -> None:
-    export_library(logged_in)
+    export_with(logged_in)
 
     text = written(logged_in, "Blocks only")
     assert "in the lecture notes." in text and "pplx://" not in text
 
 
 def test_latex_delimiters_become_markdown_math(logged_in: Settings, library: ReplayLibrary) -> None:
-    export_library(logged_in)
+    export_with(logged_in)
 
     text = written(logged_in, "Latex")
     assert r"Flux is $\Phi = \oint E \cdot dA$ and $$\nabla \cdot E = \rho / \epsilon_0$$ holds." in text
@@ -165,7 +165,7 @@ def test_latex_delimiters_become_markdown_math(logged_in: Settings, library: Rep
 def test_a_deep_research_turn_is_read_from_the_workflow_block_and_its_sources(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
-    export_library(logged_in)
+    export_with(logged_in)
 
     text = written(logged_in, "Deep research")
     assert "Gauss [1] and Faraday [3] in the lecture notes." in text  # the chunks, not the lagging text
@@ -176,7 +176,7 @@ def test_a_deep_research_turn_is_read_from_the_workflow_block_and_its_sources(
 def test_thread_requests_carry_the_parameters_the_web_app_sends(
     logged_in: Settings, library: ReplayLibrary
 ) -> None:
-    export_library(logged_in)
+    export_with(logged_in)
 
     request = library.requests("/rest/thread/classic-1bCdEfGhIjKlMnOpQrStUv")[-1]
     assert request.query["with_schematized_response"] == ["true"]

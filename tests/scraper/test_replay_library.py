@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from services.scraper.exporter import export_library
 from services.scraper.imports import threads_from_data_export, threads_from_markdown_dir, write_threads
 from services.scraper.library import check_library, front_matter, turn_questions
 from shared.markdown_source import fenced_ranges, split_front_matter
@@ -26,6 +25,7 @@ from testing.perplexity_library import (
     replay_library,
 )
 from testing.perplexity_replay import ReplayLibrary, ReplayServer
+from tests.scraper.conftest import export_with
 
 pytestmark = pytest.mark.browser
 
@@ -41,7 +41,7 @@ def library() -> ReplayLibrary:
 @pytest.fixture
 def exported(logged_in: Settings, replay: ReplayServer, tmp_path: Path) -> Iterator[Path]:
     """The export folder after a scrape, an import of the downloads and one of the data request."""
-    export_library(logged_in)
+    export_with(logged_in)
     official_files(tmp_path / "downloads")
     data_export(tmp_path / "perplexity.json")
     write_threads(threads_from_markdown_dir(tmp_path / "downloads", MAX_BYTES), logged_in.export_root)

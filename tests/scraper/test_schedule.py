@@ -12,17 +12,17 @@ from services.scraper.schedule import run_schedule, start_scheduled_sync, sync_o
 from shared.contracts import ScrapeRequest
 from shared.redis_keys import SCRAPE_LOCK_KEY, scrape_job_key
 from shared.scrape_runs import release_lock
-from shared.settings import Settings
+from shared.settings import ScrapingSettings, Settings, TaskSettings
 
 
 def test_the_schedule_is_off_unless_configured() -> None:
-    assert Settings().scrape_every == timedelta(0)
-    assert start_scheduled_sync(Settings()) is None
-    assert Settings(scrape_every="PT6H").scrape_every == timedelta(hours=6)  # type: ignore[arg-type]
+    assert Settings().scraping.scrape_every == timedelta(0)
+    assert start_scheduled_sync(ScrapingSettings(), TaskSettings()) is None
+    assert Settings(scrape_every="PT6H").scraping.scrape_every == timedelta(hours=6)  # type: ignore[arg-type]
 
 
 def test_a_sync_queues_one_run_and_none_while_it_holds_the_lock(redis_env: redis.Redis) -> None:
-    settings, queued = Settings(), list[ScrapeRequest]()
+    settings, queued = TaskSettings(), list[ScrapeRequest]()
 
     job_id = sync_once(settings, redis_env, queued.append)
     skipped = sync_once(settings, redis_env, queued.append)
@@ -35,15 +35,15 @@ def test_a_sync_queues_one_run_and_none_while_it_holds_the_lock(redis_env: redis
 
 
 def test_the_schedule_syncs_on_its_period_until_stopped() -> None:
-    settings = Settings(scrape_every=timedelta(seconds=0.05))
+    settings, tasks = ScrapingSettings(scrape_every=timedelta(seconds=0.05)), TaskSettings()
     stop = threading.Event()
-    calls: list[Settings] = []
+    calls: list[TaskSettings] = []
 
-    def sync(given: Settings) -> None:
+    def sync(given: TaskSettings) -> None:
         calls.append(given)
         if len(calls) == 3:
             stop.set()
 
-    run_schedule(settings, stop, sync)
+    run_schedule(settings, tasks, stop, sync)
 
     assert len(calls) == 3

@@ -29,7 +29,7 @@ def worker(redis_url: str, logged_in: Settings, tmp_path: Path) -> Iterator[None
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "HINDSIGHT_REDIS_URL": redis_url,
-        "HINDSIGHT_PERPLEXITY_BASE_URL": logged_in.perplexity_base_url,
+        "HINDSIGHT_PERPLEXITY_BASE_URL": logged_in.scraping.perplexity_base_url,
         "HINDSIGHT_PERPLEXITY_STATE": str(logged_in.perplexity_state_path),
         "HINDSIGHT_EXPORT_DIR": str(logged_in.export_root),
         "HINDSIGHT_CHROMIUM_PATH": CHROMIUM,

@@ -83,7 +83,7 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         ensure_local_key(settings)
         local = LocalStack(settings)
         local.up()
-        client = GatewayClient(settings.gateway_url, client_key(settings), timeout_s=60)
+        client = GatewayClient(settings.gateway.gateway_url, client_key(settings), timeout_s=60)
 
         def every_worker_up() -> bool:
             try:
@@ -101,7 +101,7 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 def post_scrape(stack: Stack) -> httpx.Response:
     headers = {"X-API-Key": stack.api_key} if stack.api_key else {}
-    return httpx.post(f"{stack.settings.gateway_url}/v1/scrape", headers=headers, json={}, timeout=30)
+    return httpx.post(f"{stack.settings.gateway.gateway_url}/v1/scrape", headers=headers, json={}, timeout=30)
 
 
 def test_post_scrape_exports_and_indexes_then_a_question_cites_the_scraped_thread(stack: Stack) -> None:
@@ -132,7 +132,7 @@ def test_the_scrape_command_runs_the_job_through_the_gateway_and_shows_its_index
     stack: Stack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("HINDSIGHT_DATA_DIR", str(stack.settings.data_dir))
-    monkeypatch.setenv("HINDSIGHT_GATEWAY_URL", stack.settings.gateway_url)
+    monkeypatch.setenv("HINDSIGHT_GATEWAY_URL", stack.settings.gateway.gateway_url)
     monkeypatch.setenv("HINDSIGHT_REDIS_URL", stack.settings.redis_url)
     get_settings.cache_clear()
     heron = stack.replay.library.thread(HERON.slug)
@@ -161,7 +161,7 @@ def test_library_check_counts_the_scraped_threads_and_finds_each_by_its_first_qu
     stack: Stack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("HINDSIGHT_DATA_DIR", str(stack.settings.data_dir))
-    monkeypatch.setenv("HINDSIGHT_GATEWAY_URL", stack.settings.gateway_url)
+    monkeypatch.setenv("HINDSIGHT_GATEWAY_URL", stack.settings.gateway.gateway_url)
     monkeypatch.setenv("HINDSIGHT_REDIS_URL", stack.settings.redis_url)
     get_settings.cache_clear()
     try:

@@ -49,7 +49,9 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     )
     embedder = OnnxEmbedder(require_embedder() / "all-MiniLM-L6-v2", threads=1)
     store = LanceDBStore(settings.store_dir, embedder.dimension)
-    sync_root(IndexRequest(job_id="fuzz", root=str(library)), store, embedder, settings)
+    sync_root(
+        IndexRequest(job_id="fuzz", root=str(library)), store, embedder, settings.indexing, settings.data_dir
+    )
     ensure_local_key(settings)
     local = LocalStack(settings)
     env = {
@@ -70,7 +72,7 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         local.start(gateway_spec(), gateway_env)
         key = client_key(settings) or ""
         wait_for(lambda: "ready" in (local.run_dir / "retriever.log").read_text(), 120, "the retriever")
-        wait_for(lambda: gateway_answers(settings.gateway_url), 60, "the gateway")
+        wait_for(lambda: gateway_answers(settings.gateway.gateway_url), 60, "the gateway")
         yield settings, key
     finally:
         local.down()
@@ -91,7 +93,7 @@ def test_the_gateway_passes_every_schemathesis_check_against_its_own_schema(
     settings, key = stack
     command = [
         str(Path(sys.executable).parent / "schemathesis"), "--config-file", str(CONFIG),
-        "run", f"{settings.gateway_url}/openapi.json",
+        "run", f"{settings.gateway.gateway_url}/openapi.json",
         "--checks", "all", "--phases", "examples,coverage,fuzzing,stateful",
         "--max-examples", str(MAX_EXAMPLES), "--seed", "19", "--workers", "1",
         "--header", f"X-API-Key: {key}", "--request-timeout", "30", "--generation-database", "none",

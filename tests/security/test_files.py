@@ -36,7 +36,13 @@ def cite(path: Path) -> Citation:
 def sync(
     root: Path, store: LanceDBStore, embedder: OnnxEmbedder, settings: Settings, force: bool = False
 ) -> ScanReport:
-    return sync_root(IndexRequest(job_id="sec", root=str(root), force=force), store, embedder, settings)
+    return sync_root(
+        IndexRequest(job_id="sec", root=str(root), force=force),
+        store,
+        embedder,
+        settings.indexing,
+        settings.data_dir,
+    )
 
 
 def reasons(report: ScanReport) -> dict[str, str]:
@@ -95,22 +101,24 @@ def test_indexing_a_folder_makes_it_a_root_in_a_private_file_and_system_folders_
     tmp_path: Path, library: Path
 ) -> None:
     settings = Settings(data_dir=tmp_path / "data", roots=[Path("/"), Path("/proc")])
-    assert allowed_roots(settings) == []
-    assert register_root(settings, library) == library.resolve()
-    register_root(settings, library)
-    assert allowed_roots(settings) == [library.resolve()]
+    assert allowed_roots(settings.indexing, settings.roots_file) == []
+    assert register_root(settings.roots_file, library) == library.resolve()
+    register_root(settings.roots_file, library)
+    assert allowed_roots(settings.indexing, settings.roots_file) == [library.resolve()]
     assert stat.S_IMODE(settings.roots_file.stat().st_mode) == 0o600
     for system in ("/", "/proc", "/sys", "/dev"):
         with pytest.raises(PathOutsideRootsError):
-            register_root(settings, Path(system))
+            register_root(settings.roots_file, Path(system))
 
 
 def test_a_scan_of_a_system_folder_is_refused_whatever_the_roots(
     store: LanceDBStore, settings: Settings
 ) -> None:
-    everything = settings.model_copy(update={"roots": [Path("/")]})
+    everything = settings.replace(roots=[Path("/")])
     for folder in ("/proc/self", "/etc", "/"):
-        report, work = begin_scan(IndexRequest(job_id="sec", root=folder), store, everything)
+        report, work = begin_scan(
+            IndexRequest(job_id="sec", root=folder), store, everything.indexing, everything.data_dir
+        )
         assert report.failed == 1 and not work and report.skipped_files == []
 
 
@@ -125,14 +133,18 @@ def test_a_fifo_or_symlink_swapped_in_after_discovery_is_skipped_not_waited_on_o
     secret.write_text("PRIVATE text outside the roots")
     for name in ("fifo.md", "link.md"):
         (library / name).write_text("# Note\n\nA harmless note about bread.\n")
-    _, work = begin_scan(IndexRequest(job_id="sec", root=str(library)), store, settings)
+    _, work = begin_scan(
+        IndexRequest(job_id="sec", root=str(library)), store, settings.indexing, settings.data_dir
+    )
     assert len(work) == 2
 
     os.unlink(library / "fifo.md")
     os.mkfifo(library / "fifo.md")
     os.unlink(library / "link.md")
     (library / "link.md").symlink_to(secret)
-    results = {Path(r.path).name: r for r in index_batch(work, store, embedder, settings)}
+    results = {
+        Path(r.path).name: r for r in index_batch(work, store, embedder, settings.indexing, settings.data_dir)
+    }
     assert results["fifo.md"].status == "skipped" and "not a regular file" in (
         results["fifo.md"].reason or ""
     )
@@ -152,7 +164,7 @@ def test_a_pdf_that_extracts_to_more_text_than_the_cap_is_skipped_with_the_reaso
 ) -> None:
     write_pdf(library / "bomb.pdf", ["many words of text " * 60] * 4)
     (library / "small.md").write_text("# Small\n\nA short note.\n")
-    capped = settings.model_copy(update={"max_document_chars": 2_000})
+    capped = settings.replace(max_document_chars=2_000)
     report = sync(library, store, embedder, capped)
     assert "HINDSIGHT_MAX_DOCUMENT_CHARS" in reasons(report)["bomb.pdf"]
     assert [Path(uri).name for uri in store.manifest(str(library))] == ["small.md"]
@@ -164,7 +176,7 @@ def test_a_document_over_the_chunk_cap_is_skipped_with_the_reason(
     (library / "long.md").write_text(
         "# Long\n\n" + "\n\n".join(f"Paragraph {i} about bread." for i in range(80))
     )
-    report = sync(library, store, embedder, settings.model_copy(update={"max_document_chunks": 2}))
+    report = sync(library, store, embedder, settings.replace(max_document_chunks=2))
     assert "HINDSIGHT_MAX_DOCUMENT_CHUNKS" in reasons(report)["long.md"]
     assert store.count_chunks() == 0
 
@@ -180,7 +192,7 @@ def test_a_scan_keeps_documents_under_hidden_folders_and_other_roots_inside_it(
     (notes / "kept.md").write_text("# Kept\n\nA note in a hidden folder, indexed on its own.\n")
     (library / "projects").mkdir()
     (library / "projects" / "plan.md").write_text("# Plan\n\nA project plan.\n")
-    both = settings.model_copy(update={"roots": [library, notes, library / "projects"]})
+    both = settings.replace(roots=[library, notes, library / "projects"])
     assert sync(notes, store, embedder, both).new == 1
     assert sync(library / "projects", store, embedder, both).new == 1
     (library / "top.md").write_text("# Top\n\nA note at the top.\n")
@@ -229,7 +241,8 @@ def test_an_unlistable_subfolder_fails_the_scan_instead_of_deleting_its_document
             "from shared.stores.lancedb_store import LanceDBStore",
             "s = Settings.model_validate_json(sys.argv[1])",
             f"store = LanceDBStore(s.store_dir, {embedder.dimension})",
-            "report, _ = begin_scan(IndexRequest(job_id='sec', root=sys.argv[2]), store, s)",
+            "request = IndexRequest(job_id='sec', root=sys.argv[2])",
+            "report, _ = begin_scan(request, store, s.indexing, s.data_dir)",
             "print(report.model_dump_json())",
         ]
     )

@@ -67,14 +67,20 @@ def test_a_refused_pdf_is_not_read_again_until_it_changes(
     settings = Settings(
         data_dir=tmp_path / "data", models_dir=require_embedder(), roots=[library], pdf_time_limit_s=1.0
     )
-    first = sync_root(IndexRequest(job_id="f7", root=str(library)), store, embedder, settings)
+    first = sync_root(
+        IndexRequest(job_id="f7", root=str(library)), store, embedder, settings.indexing, settings.data_dir
+    )
     assert "HINDSIGHT_PDF_TIME_LIMIT_S" in first.skipped_files[0].reason  # type: ignore[operator]
 
     started = time.monotonic()
-    report, work = begin_scan(IndexRequest(job_id="f7b", root=str(library)), store, settings)
+    report, work = begin_scan(
+        IndexRequest(job_id="f7b", root=str(library)), store, settings.indexing, settings.data_dir
+    )
     assert work == [] and time.monotonic() - started < 1
     assert report.skipped_files[0].reason.endswith("not read again until the file changes")  # type: ignore[union-attr]
 
     write_pdf(bomb, ["The starter doubles in four hours."])  # the user replaces it with a sound file
-    again = sync_root(IndexRequest(job_id="f7c", root=str(library)), store, embedder, settings)
+    again = sync_root(
+        IndexRequest(job_id="f7c", root=str(library)), store, embedder, settings.indexing, settings.data_dir
+    )
     assert (again.new, again.skipped) == (1, 0)

@@ -69,12 +69,14 @@ def team(shared_place: Path) -> Path:
 @pytest.fixture
 def pinned(tmp_path: Path, team: Path) -> Settings:
     settings = Settings(data_dir=tmp_path / "data", models_dir=require_embedder(), max_file_bytes=200_000)
-    register_root(settings, team)  # as `hindsight index team` does
+    register_root(settings.roots_file, team)  # as `hindsight index team` does
     return settings
 
 
 def scan(root: Path, store: LanceDBStore, settings: Settings) -> tuple[str, list[str]]:
-    report, work = begin_scan(IndexRequest(job_id="n3", root=str(root)), store, settings)
+    report, work = begin_scan(
+        IndexRequest(job_id="n3", root=str(root)), store, settings.indexing, settings.data_dir
+    )
     return " ".join(r.reason or "" for r in report.failures), [task.path for task in work]
 
 
@@ -93,7 +95,7 @@ def test_a_root_renamed_and_replaced_by_a_link_is_refused_with_its_reason(
     failure, work = scan(team, store, pinned)
     assert work == [], "the scan must not read the folder the link leads to"
     assert "is now a symbolic link" in failure and f"hindsight index --re-register {team}" in failure
-    assert allowed_roots(pinned) == []
+    assert allowed_roots(pinned.indexing, pinned.roots_file) == []
     assert RootWatcher(lambda: [team], print, debounce_ms=100).current_roots() == []
 
 
@@ -102,15 +104,17 @@ def test_the_watcher_service_drops_a_replaced_root_and_keeps_folders_inside_soun
 ) -> None:
     sound = tmp_path / "sound"
     (sound / "sub").mkdir(parents=True)
-    register_root(pinned, sound)
+    register_root(pinned.roots_file, sound)
     registry = WatchRegistry(redis.Redis.from_url(redis_url))
     for folder in (team, sound / "sub"):
         registry.add(folder)  # as POST /v1/watch does
-    assert sorted(watched_roots(registry, pinned)) == sorted([sound / "sub", team])
+    assert sorted(watched_roots(registry, pinned.indexing, pinned.roots_file)) == sorted(
+        [sound / "sub", team]
+    )
     secret = str(shared_place / "secret")
     attack = nobody_shell('cd "$1" && mv team team.old && ln -s "$2" team', str(team.parent), secret)
     assert attack.returncode == 0, attack.stderr
-    assert watched_roots(registry, pinned) == [sound / "sub"]
+    assert watched_roots(registry, pinned.indexing, pinned.roots_file) == [sound / "sub"]
 
 
 def test_a_root_replaced_by_another_folder_is_refused_until_registered_again(
@@ -123,7 +127,7 @@ def test_a_root_replaced_by_another_folder_is_refused_until_registered_again(
     failure, work = scan(team, store, pinned)
     assert work == [] and "another folder than the one registered" in failure
 
-    register_root(pinned, team, again=True)  # the user, having looked, registers the folder again
+    register_root(pinned.roots_file, team, again=True)  # the user, having looked, registers the folder again
     assert scan(team, store, pinned) == ("", [str(team / "planted.md")])
 
 
@@ -144,10 +148,10 @@ def test_hindsight_index_refuses_a_replaced_root_until_told_to_register_it_again
     said = " ".join(refused.stdout.split())
     assert f"not indexed: {team} is another folder than the one registered" in said
     assert f"`hindsight index --re-register {team}` registers it again" in said
-    assert allowed_roots(pinned) == []
+    assert allowed_roots(pinned.indexing, pinned.roots_file) == []
 
     index("--re-register")  # registers, then finds no gateway
-    assert allowed_roots(pinned) == [team]
+    assert allowed_roots(pinned.indexing, pinned.roots_file) == [team]
 
 
 # N5 ------------------------------------------------------------------------------------------------
@@ -161,11 +165,22 @@ def test_a_subfolder_replaced_by_a_link_is_not_followed_and_its_documents_stay(
     (library / "a" / "n.md").write_text("# N\n\nRye needs a longer proof than wheat.\n")
     shutil.chown(library / "a", "nobody")
     settings = Settings(data_dir=tmp_path / "data", models_dir=require_embedder(), roots=[library])
-    assert sync_root(IndexRequest(job_id="n5", root=str(library)), store, embedder, settings).new == 1
+    assert (
+        sync_root(
+            IndexRequest(job_id="n5", root=str(library)),
+            store,
+            embedder,
+            settings.indexing,
+            settings.data_dir,
+        ).new
+        == 1
+    )
 
     attack = nobody_shell('cd "$1" && mv a .a-old && ln -s /etc a', str(library))
     assert attack.returncode == 0, attack.stderr
-    report, work = begin_scan(IndexRequest(job_id="n5b", root=str(library)), store, settings)
+    report, work = begin_scan(
+        IndexRequest(job_id="n5b", root=str(library)), store, settings.indexing, settings.data_dir
+    )
     assert (report.deleted, work) == (0, [])
     assert [(r.path, r.reason) for r in report.skipped_files] == [
         (str(library / "a"), "symlinked folder not followed (it could loop or leave the root)")

@@ -87,6 +87,8 @@ def test_every_task_has_a_soft_and_a_hard_time_limit_below_the_visibility_timeou
         task = app.tasks[name]
         question = queue in QUESTION_QUEUES
         visibility = (
-            settings.question_visibility_timeout_s if question else settings.broker_visibility_timeout_s
+            settings.tasks.question_visibility_timeout_s
+            if question
+            else settings.tasks.broker_visibility_timeout_s
         )
         assert 0 < task.soft_time_limit < task.time_limit < visibility, name

@@ -47,15 +47,21 @@ def test_settings_read_prefixed_variables_and_split_roots(monkeypatch: pytest.Mo
     monkeypatch.setenv("HINDSIGHT_RERANK_THRESHOLD", "-3.5")
     monkeypatch.setenv("HINDSIGHT_HYDE_MODE", "fusion")
     settings = Settings()
-    assert [str(p) for p in settings.roots] == ["/a", "/b/c"]
-    assert settings.rerank_threshold == -3.5
-    assert settings.hyde_mode.value == "fusion"
+    assert [str(p) for p in settings.indexing.roots] == ["/a", "/b/c"]
+    assert settings.reranking.rerank_threshold == -3.5
+    assert settings.retrieval.hyde_mode.value == "fusion"
 
 
 def test_strategy_sets_pool_and_reranker_inputs() -> None:
     settings = Settings()
-    assert (settings.pool_size(Strategy.PRECISE), settings.rerank_inputs(Strategy.PRECISE)) == (100, 35)
-    assert (settings.pool_size(Strategy.EXHAUSTIVE), settings.rerank_inputs(Strategy.EXHAUSTIVE)) == (80, 60)
+    assert (
+        settings.retrieval.pool_size(Strategy.PRECISE),
+        settings.retrieval.rerank_inputs(Strategy.PRECISE),
+    ) == (100, 35)
+    assert (
+        settings.retrieval.pool_size(Strategy.EXHAUSTIVE),
+        settings.retrieval.rerank_inputs(Strategy.EXHAUSTIVE),
+    ) == (80, 60)
 
 
 @pytest.mark.parametrize(
@@ -90,4 +96,4 @@ def test_a_short_visibility_timeout_is_accepted_once_the_limits_and_stall_time_f
     }.items():
         monkeypatch.setenv(f"HINDSIGHT_QUESTION_{name}", str(value))
     settings = Settings()
-    assert (settings.question_time_limit_s, settings.question_stall_s) == (18, 40)
+    assert (settings.tasks.question_time_limit_s, settings.tasks.question_stall_s) == (18, 40)

@@ -33,7 +33,7 @@ from tests.shared.ollama_standin import OllamaStandIn, standin_vector
 
 
 def tokenizer_path() -> Path:
-    return provisioned_tokenizer_path(Settings(models_dir=require_embedder()))
+    return provisioned_tokenizer_path(Settings(models_dir=require_embedder()).embedder_dir)
 
 
 def embedder_for(standin: OllamaStandIn, timeout_s: float = 5.0, **kwargs: object) -> OllamaEmbedder:
@@ -176,5 +176,7 @@ def test_from_settings_uses_the_configured_server_model_and_dimension() -> None:
             ollama_embed_model="nomic-x",
             models_dir=require_embedder(),
         )
-        vector = OllamaEmbedder.from_settings(settings).embed_query("q")
+        vector = OllamaEmbedder.from_settings(
+            settings.embedding, settings.ollama_url, settings.embedder_dir
+        ).embed_query("q")
     assert vector.shape == (16,) and standin.requests[0]["model"] == "nomic-x"

@@ -20,7 +20,7 @@ from shared.settings import Settings, get_settings
 from shared.thread_address import perplexity_address
 from testing.sample_candidates import reranked_question
 
-LIMITS = ReduceLimits.from_settings(Settings())
+LIMITS = ReduceLimits.from_settings(Settings().synthesis)
 
 
 @pytest.fixture(autouse=True)

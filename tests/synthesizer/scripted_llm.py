@@ -18,7 +18,7 @@ from services.synthesizer.segmentation import segment
 from services.synthesizer.text_support import content_words
 from shared.interfaces import ChatMessage
 from shared.llms import ChatBackend
-from shared.settings import Settings
+from shared.settings import GenerationSettings
 
 PASSAGE = re.compile(r'<passage id="(\d+)" title="[^"]*">\n(.*?)\n</passage>', re.DOTALL)
 QUESTION = re.compile(r"Question: (.*)$")
@@ -106,9 +106,9 @@ class ObedientLLM(ChatBackend):
         return "{}"
 
 
-def flaky(settings: Settings) -> FlakyLLM:
+def flaky(settings: GenerationSettings) -> FlakyLLM:
     return FlakyLLM()
 
 
-def scripted(settings: Settings) -> ScriptedLLM:
+def scripted(settings: GenerationSettings) -> ScriptedLLM:
     return ScriptedLLM()

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from shared.interfaces import ChatMessage, LLMError
 from shared.llms import OllamaLLM, create_llm, parse_json_reply
-from shared.settings import Settings
+from shared.settings import GenerationSettings, Settings
 from tests.synthesizer.scripted_llm import FlakyLLM
 
 
@@ -77,6 +77,7 @@ def ollama_stand_in() -> Iterator[OllamaStandIn]:
     stand_in.server.server_close()
 
 
+OLLAMA_UNUSED = "http://127.0.0.1:9"  # a custom model never calls Ollama
 MESSAGES = [ChatMessage(role="system", content="Reply with JSON."), ChatMessage(role="user", content="Hi")]
 
 
@@ -84,7 +85,7 @@ def test_ollama_backend_sends_the_schema_as_format_and_coerces_the_reply(
     ollama_stand_in: OllamaStandIn,
 ) -> None:
     settings = Settings(llm="ollama", ollama_url=ollama_stand_in.url, ollama_model="mistral")
-    llm = create_llm(settings)
+    llm = create_llm(settings.generation, settings.ollama_url)
 
     result = llm.generate_json(MESSAGES, Score, max_tokens=64)
 
@@ -122,12 +123,12 @@ def test_json_replies_are_found_inside_fences_and_prose() -> None:
 
 
 def test_custom_backend_is_built_from_the_factory_setting_and_needs_one() -> None:
-    settings = Settings(llm="custom", llm_factory="tests.synthesizer.scripted_llm:flaky")
-    assert isinstance(create_llm(settings), FlakyLLM)
+    settings = GenerationSettings(llm="custom", llm_factory="tests.synthesizer.scripted_llm:flaky")
+    assert isinstance(create_llm(settings, OLLAMA_UNUSED), FlakyLLM)
     with pytest.raises(LLMError, match="HINDSIGHT_LLM_FACTORY"):
-        create_llm(Settings(llm="custom"))
+        create_llm(GenerationSettings(llm="custom"), OLLAMA_UNUSED)
     with pytest.raises(LLMError, match="module:callable"):
-        create_llm(Settings(llm="custom", llm_factory="no_colon_here"))
+        create_llm(GenerationSettings(llm="custom", llm_factory="no_colon_here"), OLLAMA_UNUSED)
 
 
 class Entry(BaseModel):

@@ -22,7 +22,7 @@ from testing.sample_candidates import all_chunks, reranked_question
 from tests.synthesizer.scripted_llm import ObedientLLM, ScriptedLLM
 
 Reply = str | Callable[[list[ChatMessage]], str]
-LIMITS = ReduceLimits.from_settings(Settings())
+LIMITS = ReduceLimits.from_settings(Settings().synthesis)
 
 
 class RepliesBySchema(ChatBackend):

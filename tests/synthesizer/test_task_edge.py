@@ -53,7 +53,7 @@ def test_the_sweep_drops_a_cancelled_questions_stalled_stage_and_sends_nothing(
     record_stage(redis_env, MapStage(question=question, reduce_task_id="r", batch_size=4), ttl_s=60)
     redis_env.zadd(MAP_STAGES_KEY, {question.question_id: time.time() - 3600}, xx=True)  # stalled an hour
 
-    resume_each_stalled_stage(get_settings())
+    resume_each_stalled_stage(get_settings().tasks)
 
     assert redis_env.get(map_stage_key(question.question_id)) is None
     assert EventStream(question.question_id, redis_env).read() == []  # no "resume" event: nothing sent

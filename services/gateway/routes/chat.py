@@ -48,7 +48,7 @@ from shared.contracts import (
 )
 from shared.events import TERMINAL_STAGE
 from shared.redis_keys import stream_kind_key
-from shared.settings import Settings
+from shared.settings import GatewaySettings, TaskSettings
 from shared.stage_events import carried_answer
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
@@ -70,7 +70,9 @@ async def chat_completions(
     body: ChatCompletionRequest, request: Request, client: RedisDep, settings: SettingsDep
 ) -> object:
     text, history = conversation_of(body.messages)
-    asked = await accept_question(request, client, settings, text, QuestionOptions(), history=history)
+    asked = await accept_question(
+        request, client, settings.gateway, settings.tasks, text, QuestionOptions(), history=history
+    )
     if body.stream:
         return event_stream(
             request,
@@ -78,19 +80,24 @@ async def chat_completions(
             asked.question_id,
             TERMINAL_STAGE,
             STREAM_START,
-            idle_limit(settings),
+            idle_limit(settings.gateway, settings.tasks),
             annotate=lambda events: completion_chunks(events, asked),
             record_key=stream_kind_key(asked.question_id),
         )
     events = stream_events(
-        request, client, asked.question_id, TERMINAL_STAGE, STREAM_START, idle_limit(settings)
+        request,
+        client,
+        asked.question_id,
+        TERMINAL_STAGE,
+        STREAM_START,
+        idle_limit(settings.gateway, settings.tasks),
     )
     return completion(await final_answer(events), asked)
 
 
-def idle_limit(settings: Settings) -> float:
+def idle_limit(settings: GatewaySettings, tasks: TaskSettings) -> float:
     """How long a question's stream may stay quiet before it counts as stopped (as ``/events``)."""
-    return settings.stream_idle_s or settings.question_stall_s + settings.question_time_limit_s
+    return settings.stream_idle_s or tasks.question_stall_s + tasks.question_time_limit_s
 
 
 def conversation_of(messages: list[ChatMessageIn]) -> tuple[str, list[Turn]]:

@@ -38,7 +38,7 @@ async def health(request: Request, client: RedisDep, settings: SettingsDep) -> H
     """``ok`` when Redis answers and every queue of an always-on worker has a live worker."""
     cache: HealthCache = request.app.state.health_cache
     async with cache.lock:
-        if cache.reading is None or time.monotonic() - cache.taken_at > settings.health_cache_s:
+        if cache.reading is None or time.monotonic() - cache.taken_at > settings.gateway.health_cache_s:
             cache.reading = await read_health(client)
             cache.taken_at = time.monotonic()
         return cache.reading

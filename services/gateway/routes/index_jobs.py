@@ -37,10 +37,10 @@ router = APIRouter(prefix="/v1/index", tags=["index"])
     "", status_code=status.HTTP_202_ACCEPTED, response_model=IndexAccepted, responses=error_responses(403)
 )
 async def index(body: IndexStart, request: Request, client: RedisDep, settings: SettingsDep) -> IndexAccepted:
-    root = confined_folder(body.root, settings)
-    await enforce_backpressure(request, client, INDEX_QUEUES, settings)
+    root = confined_folder(body.root, settings.indexing, settings.roots_file)
+    await enforce_backpressure(request, client, INDEX_QUEUES, settings.gateway)
     job_id = uuid.uuid4().hex
-    await track(client, "i", job_id, settings.event_ttl_s)
+    await track(client, "i", job_id, settings.tasks.event_ttl_s)
     await record_index_job(client, str(root), job_id)
     await asyncio.to_thread(enqueue_index, IndexRequest(job_id=job_id, root=str(root), force=body.force))
     return IndexAccepted(
@@ -64,7 +64,7 @@ async def index_status(job_id: JobId, client: RedisDep, settings: SettingsDep) -
         return IndexStatus(job_id=job_id, status="cancelled", progress=progress)
     last_write = await last_written(client, job_id, default=accepted_at or time.time())
     idle_s = time.time() - last_write
-    if idle_s > settings.job_time_limit_s:
+    if idle_s > settings.tasks.job_time_limit_s:
         error = f"no progress for {idle_s:.0f}s: the indexer stopped or never took the job; index again"
         return IndexStatus(job_id=job_id, status="failed", error=error)
     return IndexStatus(
@@ -79,7 +79,7 @@ async def cancel_index(job_id: JobId, client: RedisDep, settings: SettingsDep) -
     event, "cancelled: ..."). Returns the job's status then; a job already finished is left as it is."""
     await require_known_stream(client, "i", job_id)
     if not await client.exists(index_report_key(job_id)):
-        ttl_s = index_cancelled_key.lifetime.ttl_s(settings)
+        ttl_s = index_cancelled_key.lifetime.ttl_s(settings.tasks)
         await client.set(index_cancelled_key(job_id), "1", ex=ttl_s)
     return await index_status(job_id, client, settings)
 
@@ -93,7 +93,7 @@ async def index_events(
     after: LastEventId = STREAM_START,
 ) -> EventSourceResponse:
     await require_known_stream(client, "i", job_id)
-    idle_limit_s = settings.stream_idle_s or settings.job_time_limit_s
+    idle_limit_s = settings.gateway.stream_idle_s or settings.tasks.job_time_limit_s
     return event_stream(
         request, client, job_id, Stage.INDEX, after, idle_limit_s, record_key=stream_kind_key(job_id)
     )

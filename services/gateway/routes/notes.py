@@ -27,7 +27,7 @@ router = APIRouter(prefix="/v1/questions", tags=["questions"])
 async def save_as_note(
     question_id: QuestionId, body: NoteRequest, client: RedisDep, settings: SettingsDep
 ) -> NoteSaved:
-    folder = confined_folder(body.folder, settings)
+    folder = confined_folder(body.folder, settings.indexing, settings.roots_file)
     answer = await stored_answer(client, question_id)
     asked = await asked_question(client, question_id)
     if answer is None or asked is None:

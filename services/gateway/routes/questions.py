@@ -61,7 +61,7 @@ async def ask(
     """Accept a question; with ``conversation_id`` it is a follow-up of that conversation (404 when the
     caller has none by that id), else it starts one named by its own id."""
     accepted = await accept_question(
-        request, client, settings, body.question, body.options, body.conversation_id
+        request, client, settings.gateway, settings.tasks, body.question, body.options, body.conversation_id
     )
     question_id = accepted.question_id
     return QuestionAccepted(
@@ -118,7 +118,7 @@ async def cancel(
     state = await question_state(client, question_id)
     if state.status != "pending":
         raise HTTPException(status.HTTP_409_CONFLICT, f"the question has already ended ({state.status})")
-    await client.set(cancelled_key(question_id), "1", ex=settings.event_ttl_s)
+    await client.set(cancelled_key(question_id), "1", ex=settings.tasks.event_ttl_s)
     reason = "cancelled by the person who asked"
     await asyncio.to_thread(fail_question, question_id, reason, redis_client(settings.redis_url))
     await forget(client, request.state.caller, question_id)
@@ -135,7 +135,10 @@ async def question_events(
 ) -> EventSourceResponse:
     await refuse_cancelled(client, question_id)
     await require_known_stream(client, "q", question_id)
-    idle_limit_s = settings.stream_idle_s or settings.question_stall_s + settings.question_time_limit_s
+    idle_limit_s = (
+        settings.gateway.stream_idle_s
+        or settings.tasks.question_stall_s + settings.tasks.question_time_limit_s
+    )
     pending = (await question_state(client, question_id)).status == "pending"
     return event_stream(
         request,
@@ -192,7 +195,9 @@ async def citation_evidence(
     question_id: str, number: int, client: RedisDep, settings: SettingsDep
 ) -> Evidence:
     citation = await stored_citation(client, question_id, number)
-    return await asyncio.to_thread(evidence_for, citation, allowed_roots(settings))
+    return await asyncio.to_thread(
+        evidence_for, citation, allowed_roots(settings.indexing, settings.roots_file)
+    )
 
 
 # A cited HTML page is served as a sandbox (its own opaque origin, no script runs, nothing it embeds
@@ -215,7 +220,9 @@ async def cited_file(question_id: str, number: int, client: RedisDep, settings: 
     names (never one from the request). 404 for any other kind of source, or a file that cannot be
     read now."""
     citation = await stored_citation(client, question_id, number)
-    found = await asyncio.to_thread(cited_file_bytes, citation, allowed_roots(settings))
+    found = await asyncio.to_thread(
+        cited_file_bytes, citation, allowed_roots(settings.indexing, settings.roots_file)
+    )
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"citation [{number}] has no PDF or page to show now")
     raw, media_type = found

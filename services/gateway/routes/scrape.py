@@ -49,19 +49,19 @@ class ScrapeAccepted(BaseModel):
 )
 async def scrape(client: RedisDep, settings: SettingsDep, body: ScrapeStart | None = None) -> ScrapeAccepted:
     job_id = uuid.uuid4().hex
-    if not await client.set(SCRAPE_LOCK_KEY, job_id, nx=True, ex=SCRAPE_LOCK_LIFETIME.ttl_s(settings)):
+    if not await client.set(SCRAPE_LOCK_KEY, job_id, nx=True, ex=SCRAPE_LOCK_LIFETIME.ttl_s(settings.tasks)):
         running = str(await client.get(SCRAPE_LOCK_KEY))
         raise HTTPException(
             status.HTTP_409_CONFLICT,
             f"a scrape is already running (job {running}); follow /v1/scrape/{running}/events",
         )
-    if settings.refuse_without_workers and await census.without_worker((Queue.SCRAPE,)):
+    if settings.gateway.refuse_without_workers and await census.without_worker((Queue.SCRAPE,)):
         await asyncio.to_thread(release_lock, job_id, redis_client(settings.redis_url))
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             "no scrape worker is running: `hindsight up` starts one (in Docker, the `scraper` service)",
         )
-    await client.set(scrape_job_key(job_id), "1", ex=scrape_job_key.lifetime.ttl_s(settings))
+    await client.set(scrape_job_key(job_id), "1", ex=scrape_job_key.lifetime.ttl_s(settings.tasks))
     request = ScrapeRequest(job_id=job_id, refetch_all=body.refetch_all if body else False)
     await asyncio.to_thread(enqueue_scrape, request)
     return ScrapeAccepted(job_id=job_id, events_url=f"/v1/scrape/{job_id}/events")
@@ -97,6 +97,6 @@ async def scrape_events(
         job_id,
         Stage.INDEX,
         after,
-        SCRAPE_LOCK_LIFETIME.ttl_s(settings),
+        SCRAPE_LOCK_LIFETIME.ttl_s(settings.tasks),
         annotate=until_scrape_job_ends,
     )

@@ -27,7 +27,7 @@ router = APIRouter(tags=["search"])
 async def search(body: SearchRequest, settings: SettingsDep) -> SearchResponse:
     """Search in ``semantic``, ``exact``, ``hybrid`` or ``auto`` mode and return the ranked passages,
     each Markdown or text passage with the line of its file it starts on."""
-    timeout_s = settings.search_timeout_s
+    timeout_s = settings.retrieval.search_timeout_s
     try:
         found = await asyncio.to_thread(run_search, body, timeout_s)
     except CeleryTimeoutError as exc:
@@ -37,4 +37,4 @@ async def search(body: SearchRequest, settings: SettingsDep) -> SearchResponse:
         raise HTTPException(
             status.HTTP_502_BAD_GATEWAY, "search failed in the retriever; its log and the gateway's say why"
         ) from exc
-    return await asyncio.to_thread(with_lines, found, allowed_roots(settings))
+    return await asyncio.to_thread(with_lines, found, allowed_roots(settings.indexing, settings.roots_file))

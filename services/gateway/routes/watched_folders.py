@@ -34,7 +34,7 @@ RegistryDep = Annotated[WatchRegistry, Depends(watch_registry)]
     "/watch", status_code=status.HTTP_201_CREATED, response_model=WatchedRoot, responses=error_responses(403)
 )
 async def watch_root(body: WatchStart, registry: RegistryDep, settings: SettingsDep) -> WatchedRoot:
-    folder = confined_folder(body.root, settings)
+    folder = confined_folder(body.root, settings.indexing, settings.roots_file)
     return await asyncio.to_thread(registry.add, folder)
 
 

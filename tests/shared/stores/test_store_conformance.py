@@ -23,7 +23,7 @@ import pytest
 
 from shared.contracts import Chunk, Document, SearchFilters, SourceKind
 from shared.interfaces import VectorStore, VectorStoreError
-from shared.settings import Settings
+from shared.settings import StorageSettings
 from shared.stores.lancedb_store import LanceDBStore
 from shared.stores.weaviate_store import DOCUMENT_SUFFIX, WeaviateStore, connect
 from shared.vectors import DegenerateVectorsError
@@ -48,7 +48,7 @@ def real_weaviate_store() -> Iterator[WeaviateStore]:
     if not REAL_WEAVIATE:
         pytest.skip("no real Weaviate: set HINDSIGHT_TEST_WEAVIATE_URL (and _GRPC_PORT) to run against one")
     grpc_port = int(os.environ.get("HINDSIGHT_TEST_WEAVIATE_GRPC_PORT", "50051"))
-    client = connect(Settings(weaviate_url=REAL_WEAVIATE, weaviate_grpc_port=grpc_port))
+    client = connect(StorageSettings(weaviate_url=REAL_WEAVIATE, weaviate_grpc_port=grpc_port))
     name = f"Conformance{uuid.uuid4().hex}"
     try:
         yield WeaviateStore(client, name)
