@@ -32,7 +32,9 @@ def cited_thread(
         f'---\ntitle: Rye\nurl: "{url}"\nspace: Baking\nsource: perplexity\n---\n\n'
         f"# Rye\n\n## How long does rye proof?\n\n{QUOTE}\n"
     )
-    sync_root(IndexRequest(job_id="links", root=str(library)), store, embedder, settings)
+    sync_root(
+        IndexRequest(job_id="links", root=str(library)), store, embedder, settings.indexing, settings.data_dir
+    )
     (chunk,) = [c for c in store.document_chunks(document_id_for(str(note)), [0, 1]) if QUOTE in c.text]
     start = chunk.body_start + chunk.char_start + chunk.text.index(QUOTE)
     citation = Citation(
