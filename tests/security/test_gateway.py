@@ -144,6 +144,29 @@ def test_a_scrape_flag_that_is_not_a_boolean_gets_422(api: httpx.Client) -> None
         assert response.json()["detail"][0]["loc"][-1] == "refetch_all"
 
 
+def test_a_refusal_names_the_folder_as_asked_never_where_its_link_leads(
+    api: httpx.Client, library: Path, tmp_path: Path
+) -> None:
+    """The smaller finding: a 403 printed the resolved path, so a client learnt where a link in a
+    root leads (a folder outside the roots, or a system folder such as ``/dev/shm``)."""
+    elsewhere = tmp_path / "private-target-of-the-link"
+    elsewhere.mkdir()
+    links = {library / "to-elsewhere": elsewhere, library / "to-system": Path("/dev/shm")}
+    try:
+        for link, target in links.items():
+            link.symlink_to(target)
+            for response in (
+                api.post("/v1/index", json={"root": str(link)}),
+                api.post("/v1/watch", json={"root": str(link)}),
+            ):
+                detail = response.json()["detail"]
+                assert response.status_code == 403, detail
+                assert detail.startswith(f"{link} is ") and str(target) not in detail, detail
+    finally:
+        for link in links:
+            link.unlink(missing_ok=True)
+
+
 def test_connections_that_never_finish_their_request_head_are_closed(gateway: Gateway, key: str) -> None:
     """Slowloris: silent connections and half-sent heads are closed after the head timeout (1 s
     here), while a complete request on a kept-alive connection is answered as before."""
