@@ -189,8 +189,9 @@ class Settings(BaseSettings):
     api_keys_file: Path | None = None
     api_key: str | None = None
     max_request_bytes: int = 65_536
-    # Host names the gateway answers to (comma-separated); empty: loopback names, the bind address
-    # and the host of GATEWAY_URL. Any other Host header (DNS rebinding) gets 400.
+    # Host names the gateway answers to (comma-separated), besides loopback names, the bind address
+    # and the host of GATEWAY_URL; ``*`` answers every name. Any other Host header (DNS rebinding)
+    # gets 400.
     allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Event streams one key may hold open on one gateway at once.
     max_streams_per_key: int = Field(default=8, ge=1)
