@@ -86,6 +86,22 @@ def test_nul_bytes_overlong_and_relative_paths_get_422_with_field_errors(
     assert api.delete("/v1/watch", params={"root": "/tmp/\x00"}).status_code == 422
 
 
+def test_a_home_folder_of_no_user_gets_422_not_a_404_that_reads_as_a_missing_question(
+    api: httpx.Client,
+) -> None:
+    """Issue 34's schemathesis run (stateful, ST302): the note of a question just created answered 404
+    for ``{"folder": "~½±…"}`` ("Could not determine home directory"), which reads as the question
+    not being found. ``~name`` of no user is a value no folder can have: 422 on the field."""
+    for url, field in (
+        ("/v1/questions/0123abcd/note", "folder"),
+        ("/v1/index", "root"),
+        ("/v1/watch", "root"),
+    ):
+        response = api.post(url, json={field: "~no-such-user-34/notes"})
+        assert response.status_code == 422, (url, response.text)
+        assert response.json()["detail"][0]["loc"] == ["body", field]
+
+
 def test_deeply_nested_json_gets_422_not_500(api: httpx.Client) -> None:
     nested = b'{"query": "x", "filters": ' + b"[" * 3000 + b"]" * 3000 + b"}"
     assert (
