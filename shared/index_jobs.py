@@ -44,10 +44,14 @@ class PathOutsideRootsError(ValueError):
     """A path that is not inside any configured root: refused, never read."""
 
 
-def refuse_system_folder(path: Path) -> None:
-    """``/`` as a whole, and anything under ``/proc``, ``/sys`` or ``/dev``, are never roots or read."""
+def refuse_system_folder(path: Path, shown: Path | None = None) -> None:
+    """``/`` as a whole, and anything under ``/proc``, ``/sys`` or ``/dev``, are never roots or read.
+    The refusal names ``shown`` (the path as asked, of which ``path`` is the resolved form) when
+    given: where a link leads is not the asker's to learn."""
     if path == Path("/") or any(path.is_relative_to(folder) for folder in SYSTEM_FOLDERS):
-        raise PathOutsideRootsError(f"{path} is a system folder: Hindsight never indexes or reads it")
+        raise PathOutsideRootsError(
+            f"{shown or path} is a system folder: Hindsight never indexes or reads it"
+        )
 
 
 class RegisteredRoot(BaseModel):
@@ -157,7 +161,7 @@ def confine_to_roots(path: Path, roots: list[Path], refused: Mapping[Path, str] 
         if path.absolute().is_relative_to(root):
             raise PathOutsideRootsError(reason)
     resolved = path.resolve()
-    refuse_system_folder(resolved)
+    refuse_system_folder(resolved, shown=path)
     if not roots:
         raise PathOutsideRootsError(
             f"{path} is outside the configured roots: none are set. `hindsight index <folder>` adds "

@@ -14,6 +14,9 @@ from typing import BinaryIO
 CHILD_MEMORY_BYTES = 4 * 1024**3
 FRAME = struct.Struct(">QQ")
 LENGTH = struct.Struct(">Q")
+# Written once, when pypdf is imported and the first PDF may come: the reader's start is not a PDF's
+# time (Python and pypdf take a second or more to start on a busy machine).
+READY = b"ready\n"
 
 
 class TextLimitError(ValueError):
@@ -56,10 +59,15 @@ def read_exactly(stream: BinaryIO, size: int) -> bytes | None:
 
 
 def main() -> None:
-    """Serve requests until stdin ends: each is ``>QQ`` (the text limit, the PDF's length) and the
-    PDF's bytes; each answer is ``>Q`` (its length) and the outcome's JSON."""
+    """Say :data:`READY` once pypdf is imported, then serve requests until stdin ends: each is
+    ``>QQ`` (the text limit, the PDF's length) and the PDF's bytes; each answer is ``>Q`` (its
+    length) and the outcome's JSON."""
     resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
     requests, answers = sys.stdin.buffer, sys.stdout.buffer
+    import pypdf  # noqa: F401  (imported before READY, so no PDF's time limit pays for it)
+
+    answers.write(READY)
+    answers.flush()
     while (header := read_exactly(requests, FRAME.size)) is not None:
         max_chars, size = FRAME.unpack(header)
         raw = read_exactly(requests, size)

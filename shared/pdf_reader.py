@@ -6,8 +6,10 @@ interrupted from outside: a thread cannot be stopped, and a signal reaches only 
 the extraction runs in ``python -m shared.pdf_child``, one long-lived process per process that reads
 PDFs (the indexer's, and the gateway's for a cited page; started once, not once per PDF), fed one
 PDF at a time. A PDF whose outcome has not come back within its time limit gets the reader killed
-(:class:`ReadTooLongError`); the next PDF starts a new one. The reader checks the text limit itself
-and its address space is capped; a reader that dies (out of memory) is :class:`ReaderDiedError`.
+(:class:`ReadTooLongError`); the next PDF starts a new one, and its time limit starts once that
+reader says it is ready (Python and pypdf take seconds to start on a busy machine). The reader
+checks the text limit itself and its address space is capped; a reader that dies (out of memory) is
+:class:`ReaderDiedError`.
 """
 
 from __future__ import annotations
@@ -20,10 +22,14 @@ import threading
 import time
 from typing import IO
 
-from shared.pdf_child import FRAME, LENGTH
+from shared.pdf_child import FRAME, LENGTH, READY
 
 # A long-lived reader is replaced after this many PDFs, so what pypdf keeps between calls cannot grow.
 PDFS_PER_READER = 500
+# Seconds a new reader may take to say it is ready (Python and pypdf imported), apart from any PDF's
+# time limit; one that takes longer is taken for dead.
+READER_START_S = 60.0
+READER_COMMAND = (sys.executable, "-m", "shared.pdf_child")
 
 
 class ReadTooLongError(TimeoutError):
@@ -37,16 +43,18 @@ class ReaderDiedError(RuntimeError):
 class PdfReaderProcess:
     """The reader process and the lock that gives it one PDF at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, command: tuple[str, ...] = READER_COMMAND) -> None:
         self._lock = threading.Lock()
+        self._command = command
         self._process: subprocess.Popen[bytes] | None = None
         self._served = 0
 
     def read(self, raw: bytes, max_chars: int, time_limit_s: float) -> bytes:
-        """The outcome's JSON for ``raw``, within ``time_limit_s`` seconds."""
+        """The outcome's JSON for ``raw``, within ``time_limit_s`` seconds of handing it to a ready
+        reader (a reader started for it first has :data:`READER_START_S` to get ready)."""
         with self._lock:
-            requests, answers = self._running()
             try:
+                requests, answers = self._running()
                 requests.write(FRAME.pack(max_chars, len(raw)) + raw)
                 requests.flush()
                 deadline = time.monotonic() + time_limit_s
@@ -64,14 +72,20 @@ class PdfReaderProcess:
         if self._process is not None and (self._process.poll() is not None or worn):
             self._stop()
         if self._process is None:
-            command = [sys.executable, "-m", "shared.pdf_child"]
             self._process = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+                self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
             )
             self._served = 0
+            if self._process.stdout is not None:
+                await_ready(self._process.stdout.fileno())
         if self._process.stdin is None or self._process.stdout is None:
             raise ReaderDiedError
         return self._process.stdin, self._process.stdout
+
+    def close(self) -> None:
+        """Stop the reader process; the next read starts a new one."""
+        with self._lock:
+            self._stop()
 
     def _stop(self) -> None:
         if self._process is not None:
@@ -81,6 +95,17 @@ class PdfReaderProcess:
                 if pipe is not None:
                     pipe.close()
             self._process = None
+
+
+def await_ready(descriptor: int) -> None:
+    """Return once a new reader said :data:`READY` on ``descriptor``; :class:`ReaderDiedError` when it
+    exits first or stays silent for :data:`READER_START_S` seconds."""
+    try:
+        said = read_by(descriptor, len(READY), time.monotonic() + READER_START_S)
+    except ReadTooLongError as exc:
+        raise ReaderDiedError(f"the PDF reader did not start within {READER_START_S:g}s") from exc
+    if said != READY:
+        raise ReaderDiedError("the PDF reader did not start")
 
 
 def read_by(descriptor: int, size: int, deadline: float) -> bytes:

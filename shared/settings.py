@@ -556,8 +556,9 @@ class GatewaySettings(SettingsGroup):
     max_request_bytes: int = Field(default=65_536, description="Bytes a request's body may have.")
     allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
-        description="Host names the gateway answers to (comma-separated); empty: loopback names, the bind "
-        "address and the host of GATEWAY_URL. Any other Host header (DNS rebinding) gets 400.",
+        description="Host names the gateway answers to (comma-separated), besides loopback names, the bind "
+        "address and the host of GATEWAY_URL; `*` answers every name. Any other Host header (DNS "
+        "rebinding) gets 400.",
     )
     max_streams_per_key: int = Field(
         default=8, ge=1, description="Event streams one key may hold open on one gateway at once."

@@ -18,7 +18,7 @@ def when(timestamp: float | None) -> str:
 def create_key(settings: Settings, name: str) -> None:
     """Create a key and print it once: only its hash is kept."""
     record, key = key_file(settings).create(name)
-    console.print(f"created key [bold]{record.id}[/bold] ({name}); it is shown only now:")
+    console.print(f"created key [bold]{record.id}[/bold] ({shown(name)}); it is shown only now:")
     console.print(key, soft_wrap=True, highlight=False)
     console.print("send it as the X-API-Key header (or Authorization: Bearer), or set HINDSIGHT_API_KEY")
 
@@ -27,7 +27,7 @@ def list_keys(settings: Settings) -> None:
     """Every key's id, name, creation and revocation time (never the key)."""
     table = Table("id", "name", "created", "revoked")
     for record in key_file(settings).list():
-        table.add_row(record.id, record.name, when(record.created_at), when(record.revoked_at))
+        table.add_row(record.id, shown(record.name), when(record.created_at), when(record.revoked_at))
     console.print(table)
 
 
@@ -38,5 +38,5 @@ def revoke_key(settings: Settings, key_id: str) -> bool:
     except KeyError as exc:
         console.print(f"[red]{shown(exc.args[0])}[/red]")
         return False
-    console.print(f"revoked key {record.id} ({record.name})")
+    console.print(f"revoked key {record.id} ({shown(record.name)})")
     return True

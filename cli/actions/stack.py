@@ -46,10 +46,11 @@ def start_stack(wait: bool = True) -> None:
     if missing:
         raise StackError(missing)
     warn_if_root()
+    # Refuses a data folder that is a link or another user's, before a key is written into it.
+    stack = LocalStack(settings)
     created = settings.gateway.gateway_auth == "keys" and ensure_local_key(settings)
     if created:
         console.print(f"created an API key for this CLI in {settings.cli_key_file} (mode 0600)")
-    stack = LocalStack(settings)
     with console.status("starting redis, workers and the gateway…"):
         started = stack.up()
     console.print(f"started: {', '.join(started) or 'nothing (all running)'}; logs in {stack.run_dir}")

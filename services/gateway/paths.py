@@ -13,12 +13,16 @@ from shared.settings import IndexingSettings
 
 def confined_folder(raw: str, settings: IndexingSettings, roots_file: Path) -> Path:
     """The resolved folder, if inside the allowed roots (``HINDSIGHT_ROOTS`` and those registered in
-    ``roots_file``) and a folder that exists; else 403 (naming the
-    path as asked, never where it resolves to) or 404 saying why."""
+    ``roots_file``) and a folder that exists; else 403 (naming the path as asked, never where it
+    resolves to; ``~name`` of no user is outside every root) or 404 saying why."""
     try:
         path = Path(raw).expanduser()
-    except RuntimeError as exc:  # "~user" of an unknown user
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no folder at {raw}: {exc}") from exc
+    except RuntimeError as exc:  # "~name" of no user: nothing it names can be inside the roots
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            f"{raw} starts with the home folder of no user of this machine: it is outside the "
+            "configured roots",
+        ) from exc
     try:
         folder = confine_to_roots(path, allowed_roots(settings, roots_file), refused_roots(roots_file))
     except PathOutsideRootsError as exc:

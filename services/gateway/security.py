@@ -26,11 +26,10 @@ WILDCARD_BINDS = ("0.0.0.0", "::", "")
 
 
 def allowed_hosts(settings: GatewaySettings) -> list[str]:
-    """``HINDSIGHT_ALLOWED_HOSTS`` when set; else loopback names, the bind address (unless it is a
-    wildcard) and the host of ``HINDSIGHT_GATEWAY_URL``."""
-    if settings.allowed_hosts:
-        return list(settings.allowed_hosts)
-    hosts = [*LOOPBACK_HOSTS, urlparse(settings.gateway_url).hostname or ""]
+    """Loopback names, the bind address (unless it is a wildcard), the host of
+    ``HINDSIGHT_GATEWAY_URL``, and the names ``HINDSIGHT_ALLOWED_HOSTS`` adds (``*``: every name).
+    Loopback names stay: no page elsewhere can send them, and the CLI and healthchecks use them."""
+    hosts = [*LOOPBACK_HOSTS, urlparse(settings.gateway_url).hostname or "", *settings.allowed_hosts]
     if settings.gateway_host not in WILDCARD_BINDS:
         hosts.append(settings.gateway_host)
     return [host for host in dict.fromkeys(hosts) if host]

@@ -86,6 +86,23 @@ def test_nul_bytes_overlong_and_relative_paths_get_422_with_field_errors(
     assert api.delete("/v1/watch", params={"root": "/tmp/\x00"}).status_code == 422
 
 
+def test_a_home_folder_of_no_user_is_outside_the_roots_not_a_404_that_reads_as_a_missing_question(
+    api: httpx.Client,
+) -> None:
+    """Issue 34's schemathesis run (stateful, ST302): the note of a question just created answered 404
+    for ``{"folder": "~½±…"}`` ("Could not determine home directory"), which reads as the question
+    not being found. ``~name`` of no user names no folder inside the roots: 403, like any path outside
+    them (the schema admits ``~name``, so a 422 would refuse a request the schema allows)."""
+    for url, field in (
+        ("/v1/questions/0123abcd/note", "folder"),
+        ("/v1/index", "root"),
+        ("/v1/watch", "root"),
+    ):
+        response = api.post(url, json={field: "~no-such-user-34/notes"})
+        assert response.status_code == 403, (url, response.text)
+        assert "~no-such-user-34/notes starts with the home folder of no user" in response.json()["detail"]
+
+
 def test_deeply_nested_json_gets_422_not_500(api: httpx.Client) -> None:
     nested = b'{"query": "x", "filters": ' + b"[" * 3000 + b"]" * 3000 + b"}"
     assert (
@@ -142,6 +159,29 @@ def test_a_scrape_flag_that_is_not_a_boolean_gets_422(api: httpx.Client) -> None
         response = api.post("/v1/scrape", json={"refetch_all": value})
         assert response.status_code == 422, (value, response.text)
         assert response.json()["detail"][0]["loc"][-1] == "refetch_all"
+
+
+def test_a_refusal_names_the_folder_as_asked_never_where_its_link_leads(
+    api: httpx.Client, library: Path, tmp_path: Path
+) -> None:
+    """The smaller finding: a 403 printed the resolved path, so a client learnt where a link in a
+    root leads (a folder outside the roots, or a system folder such as ``/dev/shm``)."""
+    elsewhere = tmp_path / "private-target-of-the-link"
+    elsewhere.mkdir()
+    links = {library / "to-elsewhere": elsewhere, library / "to-system": Path("/dev/shm")}
+    try:
+        for link, target in links.items():
+            link.symlink_to(target)
+            for response in (
+                api.post("/v1/index", json={"root": str(link)}),
+                api.post("/v1/watch", json={"root": str(link)}),
+            ):
+                detail = response.json()["detail"]
+                assert response.status_code == 403, detail
+                assert detail.startswith(f"{link} is ") and str(target) not in detail, detail
+    finally:
+        for link in links:
+            link.unlink(missing_ok=True)
 
 
 def test_connections_that_never_finish_their_request_head_are_closed(gateway: Gateway, key: str) -> None:

@@ -79,3 +79,18 @@ def test_the_key_is_printed_when_made_and_never_on_a_later_start(cli_env: dict[s
     key = (Path(cli_env["HINDSIGHT_DATA_DIR"]) / "cli.key").read_text().strip()
     assert f"#key={key}" in first.stdout.replace("\n", "")
     assert key not in later.stdout.replace("\n", "") and "`hindsight open`" in later.stdout
+
+
+def test_a_key_name_with_markup_or_escapes_is_printed_as_text_by_create_list_and_revoke(
+    cli_env: dict[str, str],
+) -> None:
+    """A key's name is printed by ``keys create``, ``keys list`` and ``keys revoke``: ``[/red]`` in it
+    was a rich ``MarkupError`` traceback, and an escape sequence would have reached the terminal."""
+    name = "ci [/red] \x1b]0;title\x07 bot"
+    created = cli(cli_env, "-m", "cli.main", "keys", "create", "--name", name)
+    key_id = KeyFile(Path(cli_env["HINDSIGHT_DATA_DIR"]) / "api_keys.json").list()[0].id
+    listed = cli({**cli_env, "COLUMNS": "200"}, "-m", "cli.main", "keys", "list")
+    revoked = cli(cli_env, "-m", "cli.main", "keys", "revoke", key_id)
+    for done in (created, listed, revoked):
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        assert "ci [/red] \ufffd]0;title\ufffd bot" in done.stdout and "\x1b]" not in done.stdout

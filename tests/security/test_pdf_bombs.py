@@ -7,6 +7,8 @@ the square of its text (6 M characters took 6.5 s, 24 M took 244 s, holding the 
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -17,6 +19,7 @@ from services.indexer.loaders import SkippedFileError, load_pdf
 from services.indexer.pipeline import begin_scan, sync_root
 from shared.contracts import IndexRequest
 from shared.embedding import OnnxEmbedder
+from shared.pdf_reader import PdfReaderProcess
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
 from tests.conftest import require_embedder
@@ -83,4 +86,18 @@ def test_a_refused_pdf_is_not_read_again_until_it_changes(
     again = sync_root(
         IndexRequest(job_id="f7c", root=str(library)), store, embedder, settings.indexing, settings.data_dir
     )
-    assert (again.new, again.skipped) == (1, 0)
+    assert (again.new, again.skipped) == (1, 0), again.skipped_files
+
+
+def test_the_time_limit_counts_the_extraction_not_the_readers_start(tmp_path: Path) -> None:
+    """After a bomb the reader is killed and the next PDF starts a new one. On a busy machine (the
+    security suite at load 12 on two cores) Python and pypdf took over the 1 s limit to start, and the
+    sound PDF the user put in the bomb's place was refused for the reader's start. A reader that takes
+    2 s to start still reads a sound PDF within 1 s."""
+    sound = write_pdf(tmp_path / "sound.pdf", ["The starter doubles in four hours."])
+    reader = PdfReaderProcess(("sh", "-c", 'sleep 2; exec "$0" -m shared.pdf_child', sys.executable))
+    try:
+        outcome = json.loads(reader.read(sound.read_bytes(), 5_000_000, time_limit_s=1.0))
+    finally:
+        reader.close()
+    assert "doubles" in outcome["pages"][0]

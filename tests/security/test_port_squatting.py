@@ -21,7 +21,7 @@ from cli.listeners import UntrustedListenerError, foreign_listener
 from cli.local_stack import LocalStack, gateway_spec, redis_answers, redis_socket, wait_until
 from shared.settings import Settings
 from testing.processes import free_port
-from tests.conftest import REPO
+from tests.conftest import REPO, require_embedder
 from tests.security.outsider import NOBODY, system_python
 
 pytestmark = pytest.mark.integration
@@ -194,8 +194,22 @@ def test_the_cli_sends_no_key_nor_question_to_a_server_another_user_holds(
     assert not log.exists() or log.read_text() == "", log.read_text()
 
 
-def test_up_says_so_when_it_runs_as_root() -> None:
-    """The smaller finding: ``hindsight up`` ran as root without a word."""
-    warn = [sys.executable, "-c", "from cli.actions.stack import warn_if_root; warn_if_root()"]
-    said = subprocess.run(warn, cwd=REPO, capture_output=True, text=True, timeout=60).stdout
+def test_up_says_so_when_it_runs_as_root(squatter_dir: Path) -> None:
+    """The smaller finding: ``hindsight up`` ran as root without a word. The real command, run as root
+    on a data folder another user owns, says so before it refuses that folder: nothing starts, and
+    no key is written into that folder (its owner could replace it)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HINDSIGHT_DATA_DIR": str(squatter_dir)}
+    env["HINDSIGHT_MODELS_DIR"] = str(require_embedder())  # provisioned: up gets past that check
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", "up"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 1 and "Traceback" not in said, said
     assert "running as root: every service runs as root too" in said
+    assert "belongs to another user" in said
+    assert list(squatter_dir.iterdir()) == [], "a key was written into another user's folder"

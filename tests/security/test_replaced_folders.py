@@ -228,7 +228,7 @@ def test_a_walk_never_enters_a_subfolder_swapped_for_a_link_while_it_runs(shared
             assert not any("outside-" in path for path in listed), listed
         assert failed < walks
     finally:
-        swapper.kill()
+        swapper.terminate()  # runuser passes SIGTERM on to the swapper; SIGKILL would orphan it
         swapper.wait(10)
 
 

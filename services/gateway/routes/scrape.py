@@ -91,12 +91,7 @@ async def scrape_events(
 ) -> EventSourceResponse:
     if not await client.exists(scrape_job_key(job_id)):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no scrape job {job_id}")
+    idle_limit_s = settings.gateway.stream_idle_s or SCRAPE_LOCK_LIFETIME.ttl_s(settings.tasks)
     return event_stream(
-        request,
-        client,
-        job_id,
-        Stage.INDEX,
-        after,
-        SCRAPE_LOCK_LIFETIME.ttl_s(settings.tasks),
-        annotate=until_scrape_job_ends,
+        request, client, job_id, Stage.INDEX, after, idle_limit_s, annotate=until_scrape_job_ends
     )
