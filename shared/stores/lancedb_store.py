@@ -21,10 +21,11 @@ the first write that can; until then questions go without centroids).
 
 Dense search scans every chunk vector while the library is small; from ``VECTOR_INDEX_MIN_ROWS``
 chunks on, it goes through an IVF-HNSW index of scalar-quantised vectors, built at a compaction and
-searched with the depth ``bench/store_scale.py`` measured to find ≥ 0.95 of the exact search's first
-50 (docs/stores.md). New chunks join the index at each compaction; it is trained again each time
-the library grows fourfold. A filtered search the index leaves short (a small space, one file)
-probes further partitions until it has its hits.
+searched with the depth chosen on ``bench/store_scale.py``'s recall of the exact search's first 50
+(docs/stores.md: ≥ 0.95 up to 100k chunks; 0.935–0.968 at 1M, by how the index trained). New
+chunks join the index at each compaction; it is trained again each time the library grows
+fourfold. A filtered search the index leaves short (a small space, one file) probes further
+partitions until it has its hits.
 """
 
 from __future__ import annotations
@@ -68,10 +69,8 @@ COMPACT_EVERY_WRITES = 50
 VECTOR_INDEX_MIN_ROWS = 20_000
 VECTOR_INDEX_PREFIX = "vector_ivf_hnsw_sq_"
 # How deep a search goes into the index, chosen by recall@50 against the exact scan: partitions
-# probed (80, and an eighth of them where there are more than 640), and candidates re-scored on the
-# full vectors (a multiple of the hits asked for).
+# probed at least, and candidates re-scored on the full vectors (a multiple of the hits asked for).
 ANN_NPROBES = 80
-ANN_PROBED_SHARE = 8
 ANN_REFINE_FACTOR = 2
 # How long a version's files outlive the version that replaced it. Every read checks out the
 # latest version, so only a query already running reads an older one: minutes are ample
@@ -85,13 +84,6 @@ def vector_index_partitions(rows: int) -> int:
     """About √rows partitions (LanceDB's guidance), rounded to a power of two, so the index is
     trained again each time the library grows about fourfold."""
     return int(2 ** round(math.log2(math.sqrt(max(rows, 1)))))
-
-
-def ann_nprobes(rows: int) -> int:
-    """Partitions a search of a library of ``rows`` chunks probes at least: ``ANN_NPROBES``, or an
-    ``ANN_PROBED_SHARE``-th of its index's partitions where that is more (at 1M chunks, 128 of 1,024:
-    80 found 0.947 of the exact search's first 50 there)."""
-    return max(ANN_NPROBES, vector_index_partitions(rows) // ANN_PROBED_SHARE)
 
 
 def chunks_schema(dimension: int) -> pa.Schema:
@@ -415,10 +407,10 @@ class LanceDBStore:
 
     def dense_search(self, vector: np.ndarray, limit: int, filters: SearchFilters | None = None) -> list[Hit]:
         """The ``limit`` chunks nearest ``vector`` (cosine): through the vector index where there is
-        one, probing :func:`ann_nprobes` partitions, and more while a filter (a small space, one file)
+        one, probing ``ANN_NPROBES`` partitions, and more while a filter (a small space, one file)
         leaves the hits short of ``limit``; else by the exact scan."""
         query = self._chunks.search(checked_query(vector, self._dimension).tolist()).metric("cosine")
-        query = query.minimum_nprobes(ann_nprobes(self.count_chunks())).maximum_nprobes(0)
+        query = query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0)
         query = query.refine_factor(ANN_REFINE_FACTOR)
         rows = self._filtered(query, filters).limit(limit).select([*CHUNK_COLUMNS, "_distance"]).to_list()
         return [Hit(chunk=row_chunk(row), score=1.0 - float(row["_distance"])) for row in rows]

@@ -202,7 +202,7 @@ def vector_indexes(path: Path) -> list[str]:
     return [index.name for index in table.list_indices() if "vector" in index.columns]
 
 
-LARGE = 900  # documents of 10 chunks: 128 partitions, more than a search probes (ann_nprobes)
+LARGE = 900  # documents of 10 chunks: 128 partitions, more than a search probes (ANN_NPROBES)
 
 
 def test_a_library_past_the_threshold_is_searched_through_its_index_and_finds_what_the_exact_scan_finds(
@@ -212,7 +212,7 @@ def test_a_library_past_the_threshold_is_searched_through_its_index_and_finds_wh
     vectors = clustered_library(store, LARGE)
 
     assert vector_indexes(tmp_path) == [f"{lancedb_store.VECTOR_INDEX_PREFIX}128"], "√9000 → 128 partitions"
-    assert lancedb_store.ann_nprobes(LARGE * 10) < 128
+    assert lancedb_store.ANN_NPROBES < 128
     queries = vectors[::97]
     exact = [set(np.argsort(-(vectors @ q))[:50].tolist()) for q in queries]
     found = [
