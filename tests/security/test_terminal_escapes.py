@@ -1,4 +1,5 @@
-"""N7: text a file controls (a thread's title, a path, a quote) never drives the user's terminal.
+"""N7: text a file controls (a thread's title, a turn's question, a path, a quote) never drives the
+user's terminal.
 
 The titles are the red team's: ``ESC]0;`` sets the window title, ``ESC[2J`` clears the screen, an
 OSC-8 hyperlink labelled ``notes.md`` leads to another host, and ``[/red]`` is rich markup that
@@ -27,12 +28,15 @@ HOSTILE_TITLE = (
     f"{ESC}]8;;https://evil.example/steal{ESC}\\notes.md{ESC}]8;;{ESC}\\ [/red] [bold]x"
 )
 HOSTILE_PATH = f"/notes/[/red]{ESC}[2Jplan.md"
+# A thread's turn question is a heading of the file: it reaches the source line after the title.
+HOSTILE_TURN = f"How long? {ESC}]0;pwned by a turn question\x07 [/red]"
 
 
 def answer() -> Answer:
     citation = Citation(
         number=1, document_id="d", chunk_id="d:0", title=HOSTILE_TITLE, source_uri=HOSTILE_PATH,
         char_start=0, char_end=20, line=3, quote=f"rye {ESC}]0;x\x07 proofs slowly", verified=True,
+        turn_question=HOSTILE_TURN,
     )  # fmt: skip
     markdown = f"Rye proofs slowly [1]. {ESC}[2J[notes.md](https://evil.example/steal) {ESC}]0;t\x07"
     return Answer(question_id="q1", question="rye?", markdown=markdown, citations=[citation])
@@ -121,6 +125,7 @@ def test_ask_prints_hostile_titles_paths_and_quotes_as_inert_text(gateway: str, 
     output = cli_output(gateway, tmp_path, "ask", "--stages", "rye?")
     assert_inert(output)
     assert "[/red]" in output and "notes.md" in output and "plan.md:3" in output
+    assert "How long? \ufffd]0;pwned by a turn question\ufffd" in output
 
 
 def test_search_prints_hostile_titles_paths_and_passages_as_inert_text(gateway: str, tmp_path: Path) -> None:
