@@ -28,6 +28,7 @@ from services.gateway.metrics import record_rejection
 from shared.contracts import Event
 from shared.events import EVENT_FIELD, StreamEntries, StreamReply, decode_entry
 from shared.redis_keys import events_key
+from shared.settings import GatewaySettings, TaskSettings
 
 SSE_BLOCK_MS = 15_000
 SentEvents = AsyncIterator[dict[str, str]]
@@ -43,6 +44,12 @@ LastEventId = Annotated[
 STREAM_START = "0-0"
 # Each part of a Redis stream entry id (milliseconds, sequence number) is a 64-bit unsigned integer.
 STREAM_ID_PART_MAX = 2**64 - 1
+
+
+def question_idle_limit(gateway: GatewaySettings, tasks: TaskSettings) -> float:
+    """How long a question's stream may stay quiet before it counts as stopped: ``STREAM_IDLE_S``, or
+    the longest its next step may take (a stalled map stage's wait plus a stage's time limit)."""
+    return gateway.stream_idle_s or tasks.question_stall_s + tasks.question_time_limit_s
 
 
 def resume_point(last_event_id: str) -> str:

@@ -35,7 +35,13 @@ from services.gateway.chat_schemas import (
 from services.gateway.deps import RedisDep, SettingsDep
 from services.gateway.history import CITATION_MARK
 from services.gateway.schemas import EVENT_STREAM_RESPONSES, error_responses
-from services.gateway.streaming import STREAM_START, SentEvents, event_stream, stream_events
+from services.gateway.streaming import (
+    STREAM_START,
+    SentEvents,
+    event_stream,
+    question_idle_limit,
+    stream_events,
+)
 from shared.citations import answer_with_sources
 from shared.contracts import (
     MAX_TURN_ANSWER_CHARS,
@@ -48,7 +54,6 @@ from shared.contracts import (
 )
 from shared.events import TERMINAL_STAGE
 from shared.redis_keys import stream_kind_key
-from shared.settings import GatewaySettings, TaskSettings
 from shared.stage_events import carried_answer
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
@@ -73,6 +78,7 @@ async def chat_completions(
     asked = await accept_question(
         request, client, settings.gateway, settings.tasks, text, QuestionOptions(), history=history
     )
+    idle_limit_s = question_idle_limit(settings.gateway, settings.tasks)
     if body.stream:
         return event_stream(
             request,
@@ -80,24 +86,12 @@ async def chat_completions(
             asked.question_id,
             TERMINAL_STAGE,
             STREAM_START,
-            idle_limit(settings.gateway, settings.tasks),
+            idle_limit_s,
             annotate=lambda events: completion_chunks(events, asked),
             record_key=stream_kind_key(asked.question_id),
         )
-    events = stream_events(
-        request,
-        client,
-        asked.question_id,
-        TERMINAL_STAGE,
-        STREAM_START,
-        idle_limit(settings.gateway, settings.tasks),
-    )
+    events = stream_events(request, client, asked.question_id, TERMINAL_STAGE, STREAM_START, idle_limit_s)
     return completion(await final_answer(events), asked)
-
-
-def idle_limit(settings: GatewaySettings, tasks: TaskSettings) -> float:
-    """How long a question's stream may stay quiet before it counts as stopped (as ``/events``)."""
-    return settings.stream_idle_s or tasks.question_stall_s + tasks.question_time_limit_s
 
 
 def conversation_of(messages: list[ChatMessageIn]) -> tuple[str, list[Turn]]:

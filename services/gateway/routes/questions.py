@@ -37,7 +37,7 @@ from services.gateway.schemas import (
     QuestionSummary,
     error_responses,
 )
-from services.gateway.streaming import STREAM_START, LastEventId, event_stream
+from services.gateway.streaming import STREAM_START, LastEventId, event_stream, question_idle_limit
 from services.gateway.worker_census import census, no_worker_reason
 from shared.contracts import Citation, Event
 from shared.events import TERMINAL_STAGE, WAITING_STAGE, fail_question, redis_client
@@ -135,10 +135,6 @@ async def question_events(
 ) -> EventSourceResponse:
     await refuse_cancelled(client, question_id)
     await require_known_stream(client, "q", question_id)
-    idle_limit_s = (
-        settings.gateway.stream_idle_s
-        or settings.tasks.question_stall_s + settings.tasks.question_time_limit_s
-    )
     pending = (await question_state(client, question_id)).status == "pending"
     return event_stream(
         request,
@@ -146,7 +142,7 @@ async def question_events(
         question_id,
         TERMINAL_STAGE,
         after,
-        idle_limit_s,
+        question_idle_limit(settings.gateway, settings.tasks),
         annotate=lambda events: saying_when_waiting(question_id, events, check_at_once=pending),
         record_key=stream_kind_key(question_id),
     )
