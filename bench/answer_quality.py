@@ -52,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.question_paths import service_stack
+from bench.question_paths import private_stack_settings, service_stack
 from bench.retrieval_quality import Dataset, IndexedCorpus, index_corpus, load_dataset
 from cli.client import GatewayClient
 from cli.local_key import client_key
@@ -63,7 +63,6 @@ from shared.contracts import Answer
 from shared.embedding import OnnxEmbedder
 from shared.markdown_source import split_front_matter
 from shared.settings import Settings
-from testing.processes import free_port
 
 MARKER = re.compile(r"\s*\[\d+\]")
 DANGLING = frozenset(["a", "an", "the", "and", "or", "but"])  # English ends sentences with "with", not "the"
@@ -224,15 +223,7 @@ def running_over(
     indexed = index_corpus(dataset, cache, embedder, base)
     data_dir = Path(tempfile.mkdtemp(prefix="answer-quality-"))
     shutil.copytree(indexed.folder / "store", data_dir / "store")
-    port = free_port()
-    settings = base.replace(
-        data_dir=data_dir,
-        models_dir=base.models_dir,
-        redis_url=f"redis://127.0.0.1:{free_port()}/0",
-        gateway_port=port,
-        gateway_url=f"http://127.0.0.1:{port}",
-        llm=llm,
-    )
+    settings = private_stack_settings(base, data_dir, models_dir=base.models_dir, llm=llm)
     extra_env = {"HINDSIGHT_LLM": llm, "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "1000000"}
     try:
         with service_stack(settings, extra_env):

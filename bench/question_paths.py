@@ -21,6 +21,7 @@ from cli.local_stack import LocalStack, wait_until
 from pipeline.question import QuestionParts, answer
 from shared.contracts import Answer, Question
 from shared.settings import Settings
+from testing.processes import free_port
 
 
 class InProcessPipeline:
@@ -47,6 +48,19 @@ class ServiceStack:
                     raise RuntimeError(f"question failed through the services: {event.detail}")
                 return Answer.model_validate(event.data["answer"])
         raise RuntimeError(f"the event stream of {question_id} ended without an answer")
+
+
+def private_stack_settings(settings: Settings, data_dir: Path, **changes: object) -> Settings:
+    """``settings`` for a stack of its own over ``data_dir``: Redis and the gateway on free loopback
+    ports (the gateway's URL with them), and any other ``changes``."""
+    port = free_port()
+    return settings.replace(
+        data_dir=data_dir,
+        redis_url=f"redis://127.0.0.1:{free_port()}/0",
+        gateway_port=port,
+        gateway_url=f"http://127.0.0.1:{port}",
+        **changes,
+    )
 
 
 @contextmanager

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.corpora import BuiltIndex, chitchat_conversations, chitchat_indexes, pyfaq_index
-from bench.question_paths import InProcessPipeline, linked_store, service_stack
+from bench.question_paths import InProcessPipeline, linked_store, private_stack_settings, service_stack
 from bench.reranker_throughput import (
     LABEL,
     TORCH,
@@ -70,7 +70,6 @@ from shared.embedding import OnnxEmbedder
 from shared.onnx_runtime import cpu_label
 from shared.settings import Settings
 from shared.stores.lancedb_store import LanceDBStore
-from testing.processes import free_port
 
 SECTIONS = ("reranker", "embedder", "questions", "index")
 WARM_UP_QUERIES = 3
@@ -218,14 +217,7 @@ def question_rows(
     texts = [dataset.queries[q] for q in sorted(dataset.queries)][:questions]
     data_dir = work / "data"
     linked_store(data_dir, built.store)
-    port = free_port()
-    stack_settings = settings.replace(
-        data_dir=data_dir,
-        models_dir=settings.resolved_models_dir,
-        redis_url=f"redis://127.0.0.1:{free_port()}/0",
-        gateway_port=port,
-        gateway_url=f"http://127.0.0.1:{port}",
-    )
+    stack_settings = private_stack_settings(settings, data_dir, models_dir=settings.resolved_models_dir)
     env = {
         "HINDSIGHT_LLM": "none",
         "HINDSIGHT_MODELS_DIR": str(settings.resolved_models_dir),
