@@ -6,6 +6,9 @@ keyed by the corpus, the chunking settings and the embedder; a later run reuses 
 time measured when it was built is kept beside it (``build.json``).
 
 * pyfaq: the BEIR set of ``bench/retrieval_quality.py``, one text file per document.
+* documentation: the sections of BEIR folders of real documentation (``bench/sets``, pyfaq-dev), asked
+  and answered as Perplexity threads rendered by the scraper's renderer: every section once, then
+  remixed threads whose answers join two sections drawn at random (``documentation_threads``).
 * chitchat: the ``chitchat-dataset`` package's 7,168 real conversations, rendered by the scraper's
   renderer as Perplexity-like Markdown exports (one thread per file, one ``##`` turn per exchange).
   Past the chunks the real conversations give, the corpus grows with *remixed* threads: each
@@ -21,7 +24,7 @@ import json
 import random
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from itertools import islice
@@ -43,6 +46,7 @@ from shared.settings import Settings
 from shared.stores.lancedb_store import CHUNKS, DOCUMENTS, LanceDBStore
 
 BUILD_RECORD = "build.json"
+THREADS_SEED = 13
 
 
 @dataclass
@@ -220,7 +224,7 @@ class TreePart:
 
     def describe(self) -> str:
         return (
-            f"{self.real_files} real conversations ({self.real_chunks} chunks) + "
+            f"{self.real_files} real threads ({self.real_chunks} chunks) + "
             f"{self.files - self.real_files} remixed threads ({self.chunks - self.real_chunks} chunks) "
             "of real turns"
         )
@@ -230,20 +234,21 @@ def rendered_part(
     parts: Path,
     after: TreePart | None,
     size: int,
-    conversations: dict[str, dict],
+    threads: Iterable[tuple[Thread, bool]],
     embedder: OnnxEmbedder,
     settings: Settings,
 ) -> tuple[Path, TreePart]:
-    """The threads after ``after`` until the sequence holds ``size`` chunks, rendered once."""
+    """The threads of the sequence ``threads`` (each flagged real or remixed) after ``after`` until
+    it holds ``size`` chunks, rendered once into a folder under ``parts``."""
     first = after.end if after else 0
     folder = parts / f"threads-{first}-to-{size}-chunks"
     record = folder.with_suffix(".json")
     if record.exists():
         return folder, TreePart(**json.loads(record.read_text()))
     shutil.rmtree(folder, ignore_errors=True)
-    print(f"  rendering chitchat threads from thread {first} to {size} chunks", flush=True)
+    print(f"  rendering {parts.parent.name} threads from thread {first} to {size} chunks", flush=True)
     part = TreePart(**{**asdict(after or TreePart(0, 0, 0, 0, 0, 0)), "first": first})
-    for thread, real in islice(chitchat_threads(conversations), first, None):
+    for thread, real in islice(threads, first, None):
         if part.chunks >= size:
             break
         path = folder / thread_relpath(thread, unique_id=True)
@@ -269,7 +274,8 @@ def chitchat_indexes(
     built: list[BuiltIndex] = []
     part: TreePart | None = None
     for n, size in enumerate(sizes):
-        root, part = rendered_part(folder / "parts", part, size, conversations, embedder, settings)
+        threads = chitchat_threads(conversations)
+        root, part = rendered_part(folder / "parts", part, size, threads, embedder, settings)
         store = folder / f"store-{'-'.join(map(str, sizes[: n + 1]))}"
         found = cached_index(store)
         if found is None:
@@ -279,3 +285,77 @@ def chitchat_indexes(
             found = index_folder(f"chitchat {size}", root, store, embedder, settings, base)
         built.append(found)
     return built, part.describe() if part else ""
+
+
+# --- documentation ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Section:
+    """One BEIR document: the question a turn asks of it (its title without the corpus's prefix) and
+    the text that answers."""
+
+    corpus: str
+    doc_id: str
+    question: str
+    text: str
+
+
+def documentation_sections(corpora: Sequence[Path]) -> list[Section]:
+    """Every section with text of each BEIR folder, in file order."""
+    sections = []
+    for folder in corpora:
+        for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+            row = json.loads(line) if line.strip() else {}
+            if row.get("text", "").strip():
+                title = row.get("title") or row["_id"]
+                question = title.split(": ", 1)[-1].strip() or title
+                sections.append(Section(folder.name, row["_id"], question, row["text"].strip()))
+    return sections
+
+
+def section_groups(sections: list[Section], rng: random.Random) -> Iterator[list[Section]]:
+    """The sections in order, cut into runs of one to four of the same corpus: the real threads."""
+    start = 0
+    while start < len(sections):
+        corpus = sections[start].corpus
+        group = [s for s in sections[start : start + rng.randint(1, 4)] if s.corpus == corpus]
+        yield group
+        start += len(group)
+
+
+def documentation_threads(sections: list[Section], seed: int = THREADS_SEED) -> Iterator[tuple[Thread, bool]]:
+    """Every section once, in order, as threads of one to four consecutive sections of a corpus (a
+    turn each: the section's question, its text as the answer); then endless remixed threads of one
+    to four turns, each answering with two sections drawn at random, joined (their text real and the
+    chunks cut across the join distinct; only the pairing is made up). The flag says which."""
+    rng = random.Random(seed)
+    for n, group in enumerate(section_groups(sections, rng)):
+        turns = [Turn(question=s.question, answer=s.text) for s in group]
+        yield (
+            Thread(uuid=f"docs-{n:06d}", title=group[0].question[:120], space=group[0].corpus, turns=turns),
+            True,
+        )
+    for n in range(10**9):
+        turns = []
+        for _ in range(rng.randint(1, 4)):
+            first, second = rng.choice(sections), rng.choice(sections)
+            turns.append(Turn(question=first.question, answer=f"{first.text}\n\n{second.text}"))
+        yield (
+            Thread(uuid=f"remix-{n:06d}", title=turns[0].question[:120], space="Remixed", turns=turns),
+            False,
+        )
+
+
+def documentation_library(
+    corpora: Sequence[Path], sizes: list[int], cache: Path, embedder: OnnxEmbedder, settings: Settings
+) -> tuple[list[tuple[Path, TreePart]], list[Section]]:
+    """A library folder per size (the documentation threads from the first until the library holds
+    that many chunks), and the sections they come from; rendered once into the cache."""
+    sections = documentation_sections(corpora)
+    digest = hashlib.sha256("".join(f"{s.doc_id}{s.text}" for s in sections).encode()).hexdigest()
+    parts = cache / f"documentation-{index_key(digest, embedder, settings)}" / "libraries"
+    threads = documentation_threads
+    return [
+        rendered_part(parts, None, size, threads(sections), embedder, settings) for size in sizes
+    ], sections

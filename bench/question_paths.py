@@ -30,8 +30,9 @@ class InProcessPipeline:
     def __init__(self, settings: Settings) -> None:
         self.parts = QuestionParts.from_settings(settings)
 
-    def answer(self, question: str) -> Answer:
-        return answer(Question(question_id=uuid.uuid4().hex, question=question), self.parts)
+    def answer(self, question: str, seconds: dict[str, float] | None = None) -> Answer:
+        """The answer; ``seconds``, where given, gets each stage's seconds (``pipeline.question.answer``)."""
+        return answer(Question(question_id=uuid.uuid4().hex, question=question), self.parts, seconds)
 
 
 class ServiceStack:

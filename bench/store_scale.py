@@ -44,12 +44,12 @@ from lancedb.index import IvfHnswSq, IvfPq
 from shared.backends import create_embedder
 from shared.contracts import Chunk, Document, SourceKind
 from shared.settings import Settings
-from shared.stores.lancedb_store import CHUNK_COLUMNS, LanceDBStore
+from shared.stores.lancedb_store import CHUNK_COLUMNS, LanceDBStore, vector_index_partitions
 
 CHUNKS_PER_DOCUMENT = 10
 WRITE_DOCUMENTS = 2_000
 RECALL_AT = 50
-INDEX_CONFIGS = {"IVF_HNSW_SQ": IvfHnswSq, "IVF_PQ": IvfPq}
+INDEX_CONFIGS: dict[str, type[IvfHnswSq] | type[IvfPq]] = {"IVF_HNSW_SQ": IvfHnswSq, "IVF_PQ": IvfPq}
 
 
 @dataclass(frozen=True)
@@ -57,16 +57,21 @@ class AnnSearch:
     """An index to build and how to search it."""
 
     index_type: str
-    partitions: int
+    partitions: int  # 0: the store's own index, as the store trained it
     nprobes: int
     refine_factor: int | None = None
     ef: int | None = None
+    sample_rate: int = 256  # training vectors per partition (LanceDB's default)
 
     @property
     def label(self) -> str:
         refine = f" refine {self.refine_factor}" if self.refine_factor else ""
         ef = f" ef {self.ef}" if self.ef else ""
-        return f"{self.index_type} {self.partitions} partitions, nprobes {self.nprobes}{refine}{ef}"
+        sample = f" sample {self.sample_rate}" if self.sample_rate != 256 else ""
+        index = (
+            f"{self.index_type} {self.partitions} partitions{sample}" if self.partitions else "store's index"
+        )
+        return f"{index}, nprobes {self.nprobes}{refine}{ef}"
 
 
 def read_jsonl(path: Path) -> list[dict[str, str]]:
@@ -128,6 +133,12 @@ def timed(
     return results, times
 
 
+def exact_scan(store: LanceDBStore, query: np.ndarray, pool: int) -> list[str]:
+    """The ids of the ``pool`` chunks nearest ``query`` by every chunk's vector, the index bypassed."""
+    request = store._chunks.search(query.tolist()).metric("cosine").bypass_vector_index().limit(pool)
+    return [row["id"] for row in request.select([*CHUNK_COLUMNS, "_distance"]).to_list()]
+
+
 def recall(exact: list[list[str]], approximate: list[list[str]]) -> float:
     shares = [
         len(set(e[:RECALL_AT]) & set(a[:RECALL_AT])) / max(1, len(e[:RECALL_AT]))
@@ -157,12 +168,7 @@ def measure(
         print(f"{size:,} chunks: written in {seconds:.1f} s ({size / seconds:,.0f} chunks/s), "
               f"{disk_mb(Path(folder)):,.0f} MB on disk, peak memory {peak:,.0f} MB")  # fmt: skip
         table = store._chunks
-
-        def exact_scan(query: np.ndarray) -> list[str]:
-            request = table.search(query.tolist()).metric("cosine").bypass_vector_index().limit(pool)
-            return [row["id"] for row in request.select([*CHUNK_COLUMNS, "_distance"]).to_list()]
-
-        exact, times = timed(exact_scan, queries)
+        exact, times = timed(lambda query: exact_scan(store, query, pool), queries)
         print(line("exact scan (every chunk's vector)", times))
         found, times = timed(lambda q: [h.chunk.id for h in store.dense_search(q, pool)], queries)
         indexed = store._vector_index_partitions()
@@ -172,20 +178,20 @@ def measure(
                 f"the store's dense_search ({how})", times, f"  recall@{RECALL_AT} {recall(exact, found):.3f}"
             )
         )
-        for index in table.list_indices() if searches else []:
-            if "vector" in index.columns:  # the explored indexes replace the store's own
-                table.drop_index(index.name)
-        built: tuple[str, int] | None = None
-        for search in searches:
-            if built != (search.index_type, search.partitions):
+        built: tuple[str, int, int] = ("store", 0, 256)
+        for search in sorted(searches, key=lambda search: search.partitions > 0):
+            if search.partitions and built != (search.index_type, search.partitions, search.sample_rate):
+                for index in table.list_indices() if built[1] == 0 else []:
+                    if "vector" in index.columns:  # the explored indexes replace the store's own
+                        table.drop_index(index.name)
                 started = time.perf_counter()
                 config = INDEX_CONFIGS[search.index_type](
-                    distance_type="cosine", num_partitions=search.partitions
+                    distance_type="cosine", num_partitions=search.partitions, sample_rate=search.sample_rate
                 )
                 table.create_index("vector", config=config, replace=True, name="explored")
-                built = (search.index_type, search.partitions)
+                built = (search.index_type, search.partitions, search.sample_rate)
                 took = time.perf_counter() - started
-                print(f"  {search.index_type} {search.partitions} partitions built in {took:.1f} s")
+                print(f"  {search.label.split(',')[0]} built in {took:.1f} s")
 
             def ann(query: np.ndarray, search: AnnSearch = search) -> list[str]:
                 request = table.search(query.tolist()).metric("cosine").nprobes(search.nprobes)
@@ -211,6 +217,18 @@ def searches_for(size: int) -> list[AnnSearch]:
     ]
 
 
+def depths_for(size: int) -> list[AnnSearch]:
+    """Where the store's own index loses recall: its index searched deeper (more partitions probed,
+    more candidates re-scored, a wider HNSW beam), and the same partitions trained on four times the
+    sample (LanceDB's k-means sees 256 vectors per partition by default)."""
+    partitions = vector_index_partitions(size)
+    depths = [(80, 2, None), (80, 10, None), (80, 2, 400), (160, 2, None), (320, 2, None)]
+    return [
+        *(AnnSearch("IVF_HNSW_SQ", 0, nprobes, refine, ef) for nprobes, refine, ef in depths),
+        *(AnnSearch("IVF_HNSW_SQ", partitions, n, 2, sample_rate=1024) for n in (80, 160)),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -225,6 +243,9 @@ def main() -> None:
     parser.add_argument(
         "--explore", action="store_true", help="also build and search the ANN settings explored"
     )
+    parser.add_argument(
+        "--depths", action="store_true", help="search the store's own index deeper, and trained on more"
+    )
     parser.add_argument("--pool", type=int, default=100, help="hits per dense search (the product's pool)")
     args = parser.parse_args()
     embedder = create_embedder(Settings())  # HINDSIGHT_MODELS_DIR as for the product
@@ -236,7 +257,8 @@ def main() -> None:
     took = time.perf_counter() - started
     print(f"base: {len(texts)} sections and {len(questions)} questions embedded in {took:.1f} s")
     for size in args.sizes:
-        measure(size, base, texts, queries, args.pool, searches_for(size) if args.explore else [])
+        searches = [*(searches_for(size) if args.explore else []), *(depths_for(size) if args.depths else [])]
+        measure(size, base, texts, queries, args.pool, searches)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ measure what the distribution costs.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import TypeVar
 
 from services.reranker.service import Reranker
 from services.reranker.stages import rerank
@@ -24,6 +26,8 @@ from shared.contracts import Answer, Question
 from shared.events import StageReport
 from shared.interfaces import LLM, VectorStore
 from shared.settings import Settings
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -51,12 +55,30 @@ class QuestionParts:
         )
 
 
-def answer(question: Question, parts: QuestionParts) -> Answer:
-    """Every stage of the question chain, in order, in this process."""
+def answer(question: Question, parts: QuestionParts, seconds: dict[str, float] | None = None) -> Answer:
+    """Every stage of the question chain, in order, in this process; ``seconds``, where given, gets
+    each stage's wall-clock seconds by the stage's name (plan, search, rerank, map, reduce)."""
     settings, llm = parts.settings, parts.llm
-    planned = plan(question, llm, StoreIdf(parts.store), settings.retrieval, StageReport())
-    searched = search(planned, parts.retriever, settings.retrieval, StageReport())
-    reranked = rerank(searched, parts.reranker, StageReport())
+    clock = _StageClock(seconds)
+    planned = clock("plan", plan(question, llm, StoreIdf(parts.store), settings.retrieval, StageReport()))
+    searched = clock("search", search(planned, parts.retriever, settings.retrieval, StageReport()))
+    reranked = clock("rerank", rerank(searched, parts.reranker, StageReport()))
     batches = split_into_batches(reranked, settings.synthesis.map_batch_size)
-    results = [map_batch(batch, llm, parts.retriever.embedder, settings.synthesis) for batch in batches]
-    return reduce(reranked, results, llm, ReduceLimits.from_settings(settings.synthesis), StageReport())
+    results = clock("map", [map_batch(b, llm, parts.retriever.embedder, settings.synthesis) for b in batches])
+    limits = ReduceLimits.from_settings(settings.synthesis)
+    return clock("reduce", reduce(reranked, results, llm, limits, StageReport()))
+
+
+class _StageClock:
+    """Called with a stage's name and its result as each stage ends: records the seconds since the
+    previous stage ended, and hands the result back."""
+
+    def __init__(self, seconds: dict[str, float] | None) -> None:
+        self._seconds, self._since = seconds, time.perf_counter()
+
+    def __call__(self, stage: str, result: T) -> T:
+        now = time.perf_counter()
+        if self._seconds is not None:
+            self._seconds[stage] = now - self._since
+        self._since = now
+        return result

@@ -4,6 +4,7 @@ edges refuse a payload without it, and the same functions answer a question in o
 from __future__ import annotations
 
 import shutil
+import time
 import uuid
 from pathlib import Path
 from typing import get_type_hints
@@ -87,3 +88,14 @@ def test_the_stages_answer_a_question_in_one_process_with_a_verified_citation(
     assert result.citations, result.markdown
     assert any("Clint" in c.quote and c.verified for c in result.citations), result.markdown
     assert result.question_id == "in-process"
+
+
+def test_the_in_process_answer_reports_each_stage_seconds_in_chain_order(indexed_samples: Settings) -> None:
+    parts = QuestionParts.from_settings(indexed_samples)
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    answer(Question(question_id="timed", question="What is my sourdough starter called?"), parts, seconds)
+    took = time.perf_counter() - started
+    assert list(seconds) == ["plan", "search", "rerank", "map", "reduce"]
+    assert all(value >= 0 for value in seconds.values())
+    assert sum(seconds.values()) <= took
