@@ -1,8 +1,9 @@
 """Prometheus metrics of the whole system, as the gateway sees it.
 
 Stage latencies and failures come from the event streams every task already writes: a small
-consumer (:class:`StreamMetrics`) follows the questions and index jobs this gateway accepted, and
-when one finishes reads its stream once and observes each ``done`` event's ``elapsed_ms``. A Redis
+consumer (:class:`StreamMetrics`) follows the questions and index jobs this gateway accepted (each
+entry read once, as it comes), and when one finishes reads its stream once and observes each
+``done`` event's ``elapsed_ms``. A Redis
 set of pending ids with an atomic ``SREM`` makes exactly one replica observe each finished job.
 Queue depths are read from Redis (``LLEN`` of each Celery queue) at scrape time.
 """
@@ -14,6 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from typing import cast
 
 import redis
@@ -137,14 +139,28 @@ def finished(kind: str, events: list[Event]) -> bool:
     return any(e.stage == terminal and e.status in ("done", "failed") for e in events)
 
 
+@dataclass
+class FollowedStream:
+    """How far this replica has read a pending job's event stream."""
+
+    last_id: str = ""  # the last entry read; "" before the first
+    finished: bool = False  # its terminal event was among the entries read
+
+
 class StreamMetrics:
-    """Polls the pending set; observes each finished job exactly once across replicas."""
+    """Polls the pending set; observes each finished job exactly once across replicas.
+
+    A sweep reads only the entries appended to each pending stream since the previous sweep, so its
+    cost follows what happened since, not the job's length (an index job of 100k chunks writes an
+    event per file, thousands, read once each); the whole stream is read once, when the job ends.
+    """
 
     def __init__(
         self, client: aioredis.Redis, metrics: Metrics, poll_s: float, forget_after_s: float
     ) -> None:
         self.client, self.metrics, self.poll_s = client, metrics, poll_s
         self.forget_after_s = forget_after_s
+        self.followed: dict[str, FollowedStream] = {}  # by pending member
 
     async def run(self, stopping: asyncio.Event) -> None:
         while not stopping.is_set():
@@ -159,17 +175,30 @@ class StreamMetrics:
         pending = cast(
             list[tuple[str, float]], await self.client.zrange(METRICS_PENDING_KEY, 0, -1, withscores=True)
         )
+        for gone in self.followed.keys() - {member for member, _ in pending}:  # another replica's now
+            del self.followed[gone]
         for member, accepted_at in pending:
             kind, _, stream_id = member.partition(":")
-            entries = cast(StreamEntries, await self.client.xrange(events_key(stream_id)))
-            events = [decode_entry(fields) for _, fields in entries]
-            abandoned = not events and time.time() - accepted_at > self.forget_after_s
-            if not (finished(kind, events) or abandoned):
+            followed = self.followed.setdefault(member, FollowedStream())
+            await self.read_new(kind, stream_id, followed)
+            abandoned = not followed.last_id and time.time() - accepted_at > self.forget_after_s
+            if not (followed.finished or abandoned):
                 continue
-            if await self.client.zrem(METRICS_PENDING_KEY, member) and events:
+            del self.followed[member]
+            if await self.client.zrem(METRICS_PENDING_KEY, member) and followed.last_id:
+                entries = cast(StreamEntries, await self.client.xrange(events_key(stream_id)))
+                events = [decode_entry(fields) for _, fields in entries]
                 with bind_question(stream_id):
                     log.info("observed %s finished job", "question" if kind == "q" else "index")
                 (self.metrics.observe_question if kind == "q" else self.metrics.observe_index_job)(events)
+
+    async def read_new(self, kind: str, stream_id: str, followed: FollowedStream) -> None:
+        """Read the stream's entries after the last one read (all of them the first time)."""
+        after = f"({followed.last_id}" if followed.last_id else "-"
+        entries = cast(StreamEntries, await self.client.xrange(events_key(stream_id), min=after))
+        if entries:
+            followed.last_id = entries[-1][0]
+            followed.finished = followed.finished or finished(kind, [decode_entry(f) for _, f in entries])
 
 
 @contextlib.asynccontextmanager
