@@ -243,6 +243,7 @@ def measure_size(
         "HINDSIGHT_LLM": "none",
         "HINDSIGHT_MODELS_DIR": str(settings.resolved_models_dir),
         "HINDSIGHT_RERANKER_MODEL_DIR": str(reranker),
+        "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "1000000",  # one user asking as fast as the stack answers
     }
     with service_stack(stack_settings, env) as stack:
         local = LocalStack(stack_settings)
