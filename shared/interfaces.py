@@ -65,6 +65,10 @@ class VectorStore(Protocol):
 
     def keyword_search(self, query: str, limit: int, filters: SearchFilters | None = None) -> list[Hit]: ...
 
+    def keyword_count(self, query: str, limit: int) -> int:
+        """How many chunks :meth:`keyword_search` finds for ``query``, counted up to ``limit``, without
+        reading them (the planner's word statistics ask this of every word of a question)."""
+
     def document_chunks(self, document_id: str, ordinals: list[int]) -> list[Chunk]:
         """The document's chunks with these ordinals (for neighbour expansion)."""
 

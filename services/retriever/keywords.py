@@ -93,7 +93,7 @@ class StoreIdf:
         self._total = max(1, store.count_chunks())
 
     def __call__(self, word: str) -> float:
-        found = len(self._store.keyword_search(word, self._cap))
+        found = self._store.keyword_count(word, self._cap)
         if found == 0 or found >= self._cap:
             return 0.0  # a word no chunk holds cannot help find one; one at the cap is common
         return math.log(1 + (self._total - found + 0.5) / (found + 0.5))

@@ -363,6 +363,10 @@ class WeaviateStore:
             for o in result.objects
         ]
 
+    def keyword_count(self, query: str, limit: int) -> int:
+        """The server ranks and sends the hits either way: counted from :meth:`keyword_search`."""
+        return len(self.keyword_search(query, limit))
+
     @server_errors_wrapped
     def document_chunks(self, document_id: str, ordinals: list[int]) -> list[Chunk]:
         if not ordinals:

@@ -212,6 +212,17 @@ def test_keyword_search_finds_a_word_of_the_text_or_the_title_and_nothing_for_a_
     assert store.keyword_search("   ", 5) == []
 
 
+def test_keyword_count_counts_what_keyword_search_finds_up_to_its_limit(store: VectorStore) -> None:
+    bread, notes = document("bread"), document("notes")
+    write(store, bread, chunks_of(bread, BREAD))
+    write(store, notes, chunks_of(notes, [f"Sourdough notes, day {n}" for n in range(5)]), first_axis=3)
+    for word in ("sourdough", "hydration", "teapot"):
+        for limit in (1, 3, 50):
+            assert store.keyword_count(word, limit) == len(store.keyword_search(word, limit)), (word, limit)
+    assert (store.keyword_count("sourdough", 50), store.keyword_count("sourdough", 4)) == (6, 4)
+    assert store.keyword_count("  ", 5) == 0
+
+
 def test_filters_apply_inside_both_searches(store: VectorStore) -> None:
     bread = document("bread")
     paper = document("paper", kind=SourceKind.PDF)
