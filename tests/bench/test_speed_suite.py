@@ -79,7 +79,7 @@ def test_each_index_holds_at_least_its_size_and_reports_search_latency(
     chunks = [int(n) for n in re.findall(r"\| index chitchat \d+: (\d+) chunks", table)]
     assert len(chunks) == 2 and chunks[0] >= int(SIZES[0]) and chunks[1] >= int(SIZES[1]), table
     assert all(f"| search at {n} chunks, p50 / p95 | " in table for n in chunks), table
-    assert re.search(r"\| chitchat corpus \| \d+ real conversations \(\d+ chunks\)", table), table
+    assert re.search(r"\| chitchat corpus \| \d+ real threads \(\d+ chunks\)", table), table
 
 
 def test_a_second_run_reuses_the_cached_indexes(first_run: tuple[Path, list[str]]) -> None:
