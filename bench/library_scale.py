@@ -63,7 +63,7 @@ DENSE_POOL = 100
 STAGE_NAMES = ("plan", "search", "rerank", "map", "reduce")
 # Where a py-spy sample of the index worker is, by the innermost frame that names a stage.
 STAGES = (
-    ("the embedder's model (ONNX Runtime)", ("onnx_runtime", "onnxruntime", "session.run", "def run (")),
+    ("the embedder's model (ONNX Runtime)", ("onnxruntime", "onnx_runtime")),
     ("tokeniser", ("encode_batch", "tokenizers")),
     ("store writes and compaction", ("lancedb", "lance", "replace_documents", "refresh_indexes")),
     ("loading and chunking files", ("loaders", "chunking", "markdown_source", "safe_files")),
