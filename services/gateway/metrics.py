@@ -199,6 +199,8 @@ class StreamMetrics:
         if entries:
             followed.last_id = entries[-1][0]
             followed.finished = followed.finished or finished(kind, [decode_entry(f) for _, f in entries])
+        elif followed.last_id and not await self.client.exists(events_key(stream_id)):
+            followed.last_id = ""  # its events expired unfinished: as if none had been written
 
 
 @contextlib.asynccontextmanager

@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 from services.gateway.metrics import Metrics, StreamMetrics, track
 from shared.contracts import IndexFileResult, IndexProgress, ScanReport
 from shared.events import EventStream
-from shared.redis_keys import METRICS_PENDING_KEY
+from shared.redis_keys import METRICS_PENDING_KEY, events_key
 from shared.stage_events import DocumentData, Stage
 
 
@@ -67,3 +67,24 @@ def test_a_sweep_reads_only_new_events_and_a_finished_job_is_observed_once(redis
     assert read_per_sweep == [200, 200, 200, 1 + 601]  # not 200, 400, 600: each entry once, then all once
     assert metrics.registry.get_sample_value("hindsight_documents_indexed_total") == 600
     assert sync_client.zcard(METRICS_PENDING_KEY) == 0
+
+
+def test_a_job_whose_events_expired_unfinished_is_forgotten_without_being_observed(redis_url: str) -> None:
+    sync_client = redis.Redis.from_url(redis_url, decode_responses=True)
+    sync_client.flushdb()
+    stream = EventStream("job-expired", client=sync_client, ttl_s=600)
+    metrics = Metrics(redis_url)
+
+    async def sweeps() -> None:
+        client = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        consumer = StreamMetrics(client, metrics, poll_s=1.0, forget_after_s=0.0)
+        await track(client, "i", "job-expired", 600)
+        file_done(stream, 1)
+        await consumer.sweep()  # read, not finished: still pending
+        assert await client.zcard(METRICS_PENDING_KEY) == 1
+        sync_client.delete(events_key("job-expired"))  # its TTL ran out
+        await consumer.sweep()
+
+    asyncio.run(sweeps())
+    assert sync_client.zcard(METRICS_PENDING_KEY) == 0
+    assert metrics.registry.get_sample_value("hindsight_documents_indexed_total") == 0
