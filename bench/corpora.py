@@ -355,7 +355,8 @@ def documentation_library(
     sections = documentation_sections(corpora)
     digest = hashlib.sha256("".join(f"{s.doc_id}{s.text}" for s in sections).encode()).hexdigest()
     parts = cache / f"documentation-{index_key(digest, embedder, settings)}" / "libraries"
-    threads = documentation_threads
-    return [
-        rendered_part(parts, None, size, threads(sections), embedder, settings) for size in sizes
-    ], sections
+    libraries = []
+    for size in sizes:  # each size a whole library of its own, the smaller one rendered again in it
+        threads = documentation_threads(sections)
+        libraries.append(rendered_part(parts, None, size, threads, embedder, settings))
+    return libraries, sections
