@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol, TypeVar
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from shared.contracts import Chunk, Document, SearchFilters
 
@@ -22,7 +22,9 @@ class Hit(BaseModel):
 
 
 class ManifestEntry(BaseModel):
-    """One indexed file as the store remembers it."""
+    """One indexed file as the store remembers it (frozen: a store may hand the same entries out again)."""
+
+    model_config = ConfigDict(frozen=True)
 
     document_id: str
     source_uri: str
@@ -58,6 +60,13 @@ class VectorStore(Protocol):
 
     def manifest(self, root: str | None = None) -> dict[str, ManifestEntry]:
         """Manifest rows keyed by source uri, optionally only those under ``root``."""
+
+    def manifest_version(self) -> int | None:
+        """A number that changes with every write to the manifest, where the store has a cheap one
+        (a reader may keep what :meth:`manifest` gave it while this number stays); ``None`` where
+        it has none. A store emptied by :meth:`clear` in another process may come back to a number
+        seen before, so a reader keeps only what it can check again (the exact leg checks every
+        match against its chunk's text)."""
 
     def dense_search(
         self, vector: np.ndarray, limit: int, filters: SearchFilters | None = None

@@ -363,6 +363,10 @@ class WeaviateStore:
             for o in result.objects
         ]
 
+    def manifest_version(self) -> None:
+        """Weaviate keeps no version of a collection: readers read the manifest each time."""
+        return None
+
     def keyword_count(self, query: str, limit: int) -> int:
         """The server ranks and sends the hits either way: counted from :meth:`keyword_search`."""
         return len(self.keyword_search(query, limit))

@@ -259,3 +259,46 @@ def test_partitions_are_about_the_square_root_of_the_rows_in_powers_of_two() -> 
         256,
         1024,
     ]
+
+
+def test_the_manifest_version_moves_with_every_write_another_handle_makes(tmp_path: Path) -> None:
+    reader, writer = LanceDBStore(tmp_path, DIMENSION), LanceDBStore(tmp_path, DIMENSION)
+    seen = [reader.manifest_version()]
+    write(writer, 1, ["alpha"])
+    seen.append(reader.manifest_version())
+    write(writer, 1, ["beta"])  # the same document again: its row is rewritten
+    seen.append(reader.manifest_version())
+    writer.delete_document("doc1")
+    seen.append(reader.manifest_version())
+    assert len(set(seen)) == 4, f"a write went unseen by the other handle: versions {seen}"
+    assert reader.manifest_version() == seen[-1], "reading changes nothing"
+
+
+def test_chunks_are_read_by_document_through_a_btree_that_misses_none_written_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lancedb_store, "COMPACT_EVERY_WRITES", 5)
+    store = LanceDBStore(tmp_path, DIMENSION)
+    write(store, 0, ["alpha0", "beta0"])
+    indexes = {index.columns[0]: index.index_type for index in store._chunks.list_indices()}
+    assert indexes.get("document_id") == "BTree", indexes
+    for number in range(1, 8):  # some folded into the B-tree at the compaction, the last ones not yet
+        write(store, number, [f"alpha{number}", f"beta{number}"])
+    write(store, 3, ["gamma3"])  # replaced after the compaction
+    store.delete_document("doc5")
+    found = store.documents_chunks([f"doc{number}" for number in range(8)])
+    assert {document: [c.text for c in chunks] for document, chunks in found.items()} == {
+        **{f"doc{n}": [f"alpha{n}", f"beta{n}"] for n in (0, 1, 2, 4, 6, 7)},
+        "doc3": ["gamma3"],
+    }
+    assert [c.text for c in store.document_chunks("doc7", [1])] == ["beta7"]
+
+
+def test_a_library_written_before_the_btree_gets_it_when_opened(tmp_path: Path) -> None:
+    store = LanceDBStore(tmp_path, DIMENSION)
+    write(store, 0, ["alpha0", "beta0"])
+    store._chunks.drop_index("document_id_idx")  # as a library written by an earlier version has none
+    assert "document_id" not in {i.columns[0] for i in store._chunks.list_indices()}
+    reopened = LanceDBStore(tmp_path, DIMENSION)
+    assert "document_id" in {i.columns[0] for i in reopened._chunks.list_indices()}
+    assert [c.text for c in reopened.documents_chunks(["doc0"])["doc0"]] == ["alpha0", "beta0"]
