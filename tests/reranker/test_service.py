@@ -180,3 +180,16 @@ def test_a_failing_batch_fails_its_questions_and_the_batcher_survives() -> None:
         batcher.score("q", ["a", "b", "c", "d", "e", "f"])
     np.testing.assert_array_equal(batcher.score("q", ["a", "b"]), [0.0, 1.0])
     np.testing.assert_array_equal(batcher.score("q", []), [])
+
+
+def test_a_passage_given_twice_is_scored_once_and_both_get_its_logit() -> None:
+    scored: list[str] = []
+
+    def score_pairs(pairs: list[tuple[str, str]]) -> np.ndarray:
+        scored.extend(passage for _, passage in pairs)
+        return np.array([float(len(passage)) for _, passage in pairs], dtype=np.float32)
+
+    batcher = MicroBatcher(score_pairs, batch_size=64, max_wait_s=0.0)
+    logits = batcher.score("q", ["ab", "abcd", "ab", "a", "abcd"])
+    np.testing.assert_array_equal(logits, [2.0, 4.0, 2.0, 1.0, 4.0])
+    assert sorted(scored) == ["a", "ab", "abcd"]
