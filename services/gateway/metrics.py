@@ -4,7 +4,8 @@ Stage latencies and failures come from the event streams every task already writ
 consumer (:class:`StreamMetrics`) follows the questions and index jobs this gateway accepted (each
 entry read once, as it comes), and when one finishes reads its stream once and observes each
 ``done`` event's ``elapsed_ms``. A Redis
-set of pending ids with an atomic ``SREM`` makes exactly one replica observe each finished job.
+sorted set of pending ids (scored by when each was accepted) with an atomic ``ZREM`` makes exactly
+one replica observe each finished job.
 Queue depths are read from Redis (``LLEN`` of each Celery queue) at scrape time.
 """
 
