@@ -18,6 +18,7 @@ Which suffix is which kind is said here too, so the indexer and the evidence vie
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -43,6 +44,7 @@ SUFFIX_KINDS = {
 }
 # Kinds whose indexed text is the file's own decoded text (after a Markdown file's front matter).
 FILE_TEXT_KINDS = frozenset({SourceKind.MARKDOWN, SourceKind.TEXT})
+NEWLINE = re.compile("\n")
 
 
 def _c1_control(error: UnicodeError) -> tuple[str, int]:
@@ -97,4 +99,4 @@ def char_offset(raw: bytes, byte_offset: int, encoding: str) -> int:
 
 def line_starts(text: str) -> list[int]:
     """Where each line of ``text`` starts (the first at 0): what a 1-based line number indexes."""
-    return [0] + [offset + 1 for offset, char in enumerate(text) if char == "\n"]
+    return [0, *(newline.end() for newline in NEWLINE.finditer(text))]

@@ -150,16 +150,19 @@ def dense_score(candidate: Candidate) -> float:
 
 
 def meanings(question: str, units: Sequence[Unit], embedder: Embedder | None) -> list[float]:
-    """Question–quote cosine for the first embeddable units, passage dense scores for the rest."""
+    """Question–quote cosine for the first embeddable units, passage dense scores for the rest. A
+    text given twice (the same passage in two files, a third of the sentences of a 100k-chunk
+    library's first passages) is embedded once."""
     scores = [dense_score(u.candidate) for u in units]
     embedded = [i for i, u in enumerate(units) if u.rank < EMBEDDED_PASSAGES][:MAX_EMBEDDED_SENTENCES]
     if embedder is None or not embedded:
         return scores
     texts = [" ".join((units[i].context or units[i].quote).split()) for i in embedded]
-    vectors = embedder.embed_documents([question, *texts])
-    similarities = np.asarray(vectors[1:] @ vectors[0], dtype=float)
-    for i, similarity in zip(embedded, similarities, strict=True):
-        scores[i] = float(similarity)
+    unique = list(dict.fromkeys(texts))
+    vectors = embedder.embed_documents([question, *unique])
+    similarity = dict(zip(unique, np.asarray(vectors[1:] @ vectors[0], dtype=float), strict=True))
+    for i, text in zip(embedded, texts, strict=True):
+        scores[i] = float(similarity[text])
     return scores
 
 

@@ -26,6 +26,9 @@ from functools import lru_cache
 
 import sentencex
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from shared.source_text import line_starts
 
 LANGUAGE = "en"
 TRAILING_HEADING_MARKS = " \t#"
@@ -65,28 +68,33 @@ class Sentence:
 
 @lru_cache(maxsize=2)
 def block_parser(markdown: bool) -> MarkdownIt:
-    """CommonMark; for plain text without its indented code blocks: a plain-text file indents
-    paragraphs (FAQs, READMEs, mail), and read as Markdown they would be code, never quoted."""
-    parser = MarkdownIt("commonmark")
+    """CommonMark's blocks; for plain text without its indented code blocks: a plain-text file
+    indents paragraphs (FAQs, READMEs, mail), and read as Markdown they would be code, never quoted.
+    Inline parsing (emphasis, links, code spans) is off: only the blocks' lines and text are read,
+    and it was half of the parse."""
+    parser = MarkdownIt("commonmark").disable("inline")
     return parser if markdown else parser.disable("code")
 
 
-def line_starts_of(text: str) -> list[int]:
-    return [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
+@lru_cache(maxsize=4)
+def block_tokens(text: str, markdown: bool) -> tuple[Token, ...]:
+    """The block tokens of ``text``, parsed once for its prose and its code blocks (a cited file's
+    sentences and its commands read both). Shared: read, never changed."""
+    return tuple(block_parser(markdown).parse(text))
 
 
 def prose_blocks(text: str, markdown: bool = True) -> list[tuple[int, int, bool]]:
     """``(start, end, is_heading)`` of every paragraph and heading of ``text``, code left out; a
     block starts where its content does, after list, quote and heading markers."""
-    line_starts = line_starts_of(text)
-    tokens = block_parser(markdown).parse(text)
+    starts = line_starts(text)
+    tokens = block_tokens(text, markdown)
     blocks = []
     for opening, inline in itertools.pairwise(tokens):
         if opening.type in PROSE_BLOCKS and opening.map is not None and inline.content.strip():
             first, last = opening.map
-            end = line_starts[last] if last < len(line_starts) else len(text)
-            start = text.find(inline.content.split("\n", 1)[0], line_starts[first], end)
-            blocks.append((max(start, line_starts[first]), end, opening.type == "heading_open"))
+            end = starts[last] if last < len(starts) else len(text)
+            start = text.find(inline.content.split("\n", 1)[0], starts[first], end)
+            blocks.append((max(start, starts[first]), end, opening.type == "heading_open"))
     return blocks
 
 
@@ -94,13 +102,13 @@ def code_blocks(text: str, markdown: bool = True) -> list[tuple[int, int]]:
     """``(start, end)`` of every code block of ``text`` (fenced, or indented in Markdown): whole
     lines, from the first line's start (its indentation, a fence's opening line) to the last
     character of its last line."""
-    line_starts = line_starts_of(text)
+    starts = line_starts(text)
     spans = []
-    for token in block_parser(markdown).parse(text):
+    for token in block_tokens(text, markdown):
         if token.type in CODE_BLOCKS and token.map is not None and token.content.strip():
             first, last = token.map
-            end = line_starts[last] if last < len(line_starts) else len(text)
-            start = line_starts[first]
+            end = starts[last] if last < len(starts) else len(text)
+            start = starts[first]
             spans.append((start, start + len(text[start:end].rstrip())))
     return spans
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from services.scraper.imports import threads_from_markdown_dir, write_threads
 from services.synthesizer.citations import cite
-from services.synthesizer.extractive import extract_facts
+from services.synthesizer.extractive import extract_facts, meanings, units_of
 from services.synthesizer.llm_map import llm_extract_facts
 from services.synthesizer.reduce import NO_ANSWER, synthesize_answer
 from services.synthesizer.stages import split_into_batches
@@ -197,3 +198,36 @@ def test_an_imported_2026_perplexity_thread_is_quoted_whole(tmp_path: Path, embe
 
     assert answer.markdown.startswith("The 9 kW unit fits most 120 m² houses [1]."), answer.markdown
     assert answer.citations and all(c.verified for c in answer.citations)
+
+
+class CountingEmbedder:
+    """The product's embedder, keeping the texts each ``embed_documents`` call is given."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.texts: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        self.texts.extend(texts)
+        return self.embedder.embed_documents(texts)
+
+
+def test_a_passage_held_by_two_files_has_its_sentences_embedded_once_and_both_copies_score_alike(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    text = "The starter is fed every twelve hours with rye flour.\nIt lives in the fridge as Clint.\n"
+    chunks = []
+    for name in ("kitchen", "copy"):
+        (tmp_path / f"{name}.md").write_text(text)
+        chunks += chunks_of(tmp_path / f"{name}.md", name)
+    question = "How often is the starter fed?"
+    candidates = reranked_question(question, chunks).candidates
+    units = [unit for rank, candidate in enumerate(candidates) for unit in units_of(candidate, rank)]
+    counting = CountingEmbedder(embedder)
+
+    scores = meanings(question, units, counting)  # type: ignore[arg-type]
+
+    assert [u.quote for u in units[:2]] == [u.quote for u in units[2:]], "two sentences in each copy"
+    embedded_once = [question, *(" ".join(u.quote.split()) for u in units[:2])]
+    assert counting.texts == embedded_once
+    assert scores[:2] == scores[2:]

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from services.synthesizer.segmentation import segment
+from collections.abc import MutableMapping
+from typing import Any
+
+import pytest
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from services.synthesizer.segmentation import block_tokens, segment
+from services.synthesizer.source_files import SourceFile
+from shared.contracts import SourceKind
 
 WRAPPED = (
     "Debian GNU/Linux is the result of a volunteer effort to create a\n"
@@ -106,3 +115,29 @@ def test_reference_marks_after_a_full_stop_stay_with_their_sentence_and_leave_it
     ]
     assert all(s.is_complete for s in sentences)
     assert not segment("A line cut before its end [1]\n")[0].is_complete
+
+
+def test_a_cited_files_sentences_and_its_commands_come_from_one_parse_of_its_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parses: list[str] = []
+    parse = MarkdownIt.parse
+
+    def counted(parser: MarkdownIt, text: str, env: MutableMapping[str, Any] | None = None) -> list[Token]:
+        parses.append(text)
+        return parse(parser, text, env)
+
+    monkeypatch.setattr(MarkdownIt, "parse", counted)
+    block_tokens.cache_clear()
+    text = "# Build\n\nTo build it from a *fresh* clone, run:\n\n    make install\n\nThen log in again.\n"
+    source = SourceFile.of(text, SourceKind.MARKDOWN, 0)
+
+    sentences, blocks = source.body_sentences, source.body_blocks
+
+    assert [s.text for s in sentences] == [
+        "Build",
+        "To build it from a *fresh* clone, run:",
+        "Then log in again.",
+    ]
+    assert [text[b.code_start : b.end] for b in blocks] == ["    make install"]
+    assert parses == [text], "one parse for the sentences and the blocks"
