@@ -26,7 +26,6 @@ from functools import lru_cache
 
 import sentencex
 from markdown_it import MarkdownIt
-from markdown_it.token import Token
 
 from shared.source_text import line_starts
 
@@ -76,41 +75,53 @@ def block_parser(markdown: bool) -> MarkdownIt:
     return parser if markdown else parser.disable("code")
 
 
+ProseBlock = tuple[int, int, bool]  # start, end, is_heading
+CodeBlock = tuple[int, int]  # start, end
+
+
+@dataclass(frozen=True)
+class BlockSpans:
+    """Where a text's paragraphs and headings, and its code blocks, lie (see the functions below)."""
+
+    prose: tuple[ProseBlock, ...]
+    code: tuple[CodeBlock, ...]
+
+
 @lru_cache(maxsize=4)
-def block_tokens(text: str, markdown: bool) -> tuple[Token, ...]:
-    """The block tokens of ``text``, parsed once for its prose and its code blocks (a cited file's
-    sentences and its commands read both). Shared: read, never changed."""
-    return tuple(block_parser(markdown).parse(text))
-
-
-def prose_blocks(text: str, markdown: bool = True) -> list[tuple[int, int, bool]]:
-    """``(start, end, is_heading)`` of every paragraph and heading of ``text``, code left out; a
-    block starts where its content does, after list, quote and heading markers."""
+def block_spans(text: str, markdown: bool) -> BlockSpans:
+    """One block parse of ``text`` for both its prose and its code: a cited file's sentences and
+    its commands read both, and the parse is most of segmenting it. Kept for the last few texts
+    (spans only, not the parser's tokens, which a large file makes large)."""
     starts = line_starts(text)
-    tokens = block_tokens(text, markdown)
-    blocks = []
+    tokens = block_parser(markdown).parse(text)
+    prose = []
     for opening, inline in itertools.pairwise(tokens):
         if opening.type in PROSE_BLOCKS and opening.map is not None and inline.content.strip():
             first, last = opening.map
             end = starts[last] if last < len(starts) else len(text)
             start = text.find(inline.content.split("\n", 1)[0], starts[first], end)
-            blocks.append((max(start, starts[first]), end, opening.type == "heading_open"))
-    return blocks
-
-
-def code_blocks(text: str, markdown: bool = True) -> list[tuple[int, int]]:
-    """``(start, end)`` of every code block of ``text`` (fenced, or indented in Markdown): whole
-    lines, from the first line's start (its indentation, a fence's opening line) to the last
-    character of its last line."""
-    starts = line_starts(text)
-    spans = []
-    for token in block_tokens(text, markdown):
+            prose.append((max(start, starts[first]), end, opening.type == "heading_open"))
+    code = []
+    for token in tokens:
         if token.type in CODE_BLOCKS and token.map is not None and token.content.strip():
             first, last = token.map
             end = starts[last] if last < len(starts) else len(text)
             start = starts[first]
-            spans.append((start, start + len(text[start:end].rstrip())))
-    return spans
+            code.append((start, start + len(text[start:end].rstrip())))
+    return BlockSpans(tuple(prose), tuple(code))
+
+
+def prose_blocks(text: str, markdown: bool = True) -> tuple[ProseBlock, ...]:
+    """``(start, end, is_heading)`` of every paragraph and heading of ``text``, code left out; a
+    block starts where its content does, after list, quote and heading markers."""
+    return block_spans(text, markdown).prose
+
+
+def code_blocks(text: str, markdown: bool = True) -> tuple[CodeBlock, ...]:
+    """``(start, end)`` of every code block of ``text`` (fenced, or indented in Markdown): whole
+    lines, from the first line's start (its indentation, a fence's opening line) to the last
+    character of its last line."""
+    return block_spans(text, markdown).code
 
 
 def is_question(block: str) -> bool:

@@ -9,7 +9,7 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from services.synthesizer.segmentation import block_tokens, segment
+from services.synthesizer.segmentation import block_spans, segment
 from services.synthesizer.source_files import SourceFile
 from shared.contracts import SourceKind
 
@@ -128,7 +128,7 @@ def test_a_cited_files_sentences_and_its_commands_come_from_one_parse_of_its_blo
         return parse(parser, text, env)
 
     monkeypatch.setattr(MarkdownIt, "parse", counted)
-    block_tokens.cache_clear()
+    block_spans.cache_clear()
     text = "# Build\n\nTo build it from a *fresh* clone, run:\n\n    make install\n\nThen log in again.\n"
     source = SourceFile.of(text, SourceKind.MARKDOWN, 0)
 
