@@ -1,4 +1,5 @@
-"""Sentence segmentation of real source shapes: hard-wrapped prose, abbreviations, lists, code."""
+"""Sentence segmentation of real source shapes: hard-wrapped prose, abbreviations, lists, code; and
+a cited file parsed once for its sentences and its commands."""
 
 from __future__ import annotations
 
