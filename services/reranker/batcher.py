@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from shared.distinct import per_distinct
+
 ScorePairs = Callable[[list[tuple[str, str]]], np.ndarray]
 
 
@@ -78,10 +80,7 @@ class MicroBatcher:
         library holds the same text in several places (a copied answer, a file in two folders): of
         a question's 35 candidates, 16 % were repeats on a 10k-chunk documentation library, 31 %
         at 100k chunks (``bench/library_scale.py``)."""
-        unique = list(dict.fromkeys(passages))
-        logits = self.submit([(question, passage) for passage in unique]).result()
-        position = {passage: index for index, passage in enumerate(unique)}
-        return logits[[position[passage] for passage in passages]]
+        return per_distinct(passages, lambda unique: self.submit([(question, p) for p in unique]).result())
 
     def _take_batch(self) -> list[tuple[_Request, int, float]]:
         """Wait for a first pair, then for a full batch or the oldest pair's deadline."""

@@ -38,6 +38,7 @@ from services.synthesizer.segmentation import Sentence, segment
 from services.synthesizer.source_files import read_source
 from services.synthesizer.text_support import content_words
 from shared.contracts import MARKUP_KINDS, Candidate, Fact, MapBatch, MapResult
+from shared.distinct import per_distinct
 from shared.interfaces import Embedder
 
 # Set on pyfaq-dev (all 6,993 sections) and bench/sets/debian-faq behind the product's retrieval: the
@@ -158,11 +159,13 @@ def meanings(question: str, units: Sequence[Unit], embedder: Embedder | None) ->
     if embedder is None or not embedded:
         return scores
     texts = [" ".join((units[i].context or units[i].quote).split()) for i in embedded]
-    unique = list(dict.fromkeys(texts))
-    vectors = embedder.embed_documents([question, *unique])
-    similarity = dict(zip(unique, np.asarray(vectors[1:] @ vectors[0], dtype=float), strict=True))
-    for i, text in zip(embedded, texts, strict=True):
-        scores[i] = float(similarity[text])
+
+    def similarities(unique: list[str]) -> np.ndarray:
+        vectors = embedder.embed_documents([question, *unique])
+        return np.asarray(vectors[1:] @ vectors[0], dtype=float)
+
+    for i, similarity in zip(embedded, per_distinct(texts, similarities), strict=True):
+        scores[i] = float(similarity)
     return scores
 
 
